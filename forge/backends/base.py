@@ -1,0 +1,149 @@
+"""The Backend protocol: check, generate, build, run, model (ARCHITECTURE.md, "Contracts").
+
+- `check` is pure and fast (no compiler): verdict, reasons with numbers, resources.
+- `build` may run a compiler; it is cached by source hash.
+- `run` executes in an isolated process with a timeout, into NaN-poisoned outputs, checks
+  correctness against the float64 reference and returns all timings.
+- `model` exists for every target and is always labelled modeled.
+"""
+from __future__ import annotations
+
+import hashlib
+from abc import ABC, abstractmethod
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.problem import Problem
+from forge.space import Space
+from forge.targets import Target
+from forge.variant import Variant
+
+STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "incorrect")
+
+
+@dataclass
+class Verdict:
+    ok: bool
+    reasons: list[str] = field(default_factory=list)
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Source:
+    """Generated files of one variant; `main` names the file holding the kernel."""
+
+    files: dict[str, str]
+    main: str
+    language: str  # "c", "cuda", "ascendc"
+
+    def digest(self, flags: list[str] | tuple[str, ...] = ()) -> str:
+        h = hashlib.sha256()
+        for name in sorted(self.files):
+            h.update(name.encode())
+            h.update(self.files[name].encode())
+        h.update(" ".join(flags).encode())
+        return h.hexdigest()[:20]
+
+    @property
+    def text(self) -> str:
+        return self.files[self.main]
+
+
+@dataclass
+class Artifact:
+    """A built variant. `ok=False` carries the compiler's message in `error`."""
+
+    variant_key: str
+    source_hash: str
+    ok: bool
+    path: str = ""
+    error: str = ""
+    toolchain: str = ""
+    flags: list[str] = field(default_factory=list)
+    build_seconds: float = 0.0
+    cached: bool = False
+    resources: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Measurement:
+    """Outcome of running (or modeling) one variant."""
+
+    status: str
+    reason: str = ""
+    timings: list[float] = field(default_factory=list)  # seconds, every repetition
+    errors: dict[str, Any] = field(default_factory=dict)
+    time_kind: str = "measured"                          # "measured" | "modeled"
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def __post_init__(self) -> None:
+        if self.status not in STATUSES:
+            raise ValueError(f"unknown status {self.status!r}")
+        if self.time_kind not in ("measured", "modeled"):
+            raise ValueError(f"unknown time kind {self.time_kind!r}")
+
+
+@dataclass
+class Baseline:
+    """A reference implementation the fused kernel is compared with."""
+
+    name: str            # "unfused" | "vendor"
+    label: str           # e.g. "unfused C sequence (4 kernels)", "torch SDPA"
+    measurement: Measurement
+
+
+class Backend(ABC):
+    """One target family. Instances are cheap and picklable (executors ship them to workers)."""
+
+    kind: str = ""
+
+    def __init__(self, target: Target):
+        self.target = target
+
+    # -- search space and constraints -------------------------------------------------------
+    @abstractmethod
+    def space(self, problem: Problem) -> Space:
+        """Performance parameters and hard constraints for this problem on this target."""
+
+    def supports(self, problem: Problem) -> str | None:
+        """None when the problem can be tuned here, else the reason it cannot."""
+        return None
+
+    def check(self, variant: Variant) -> Verdict:
+        sp = self.space(variant.problem)
+        reasons = sp.check(variant.config)
+        return Verdict(not reasons, reasons, self.resources(variant))
+
+    def resources(self, variant: Variant) -> dict[str, Any]:
+        return {}
+
+    # -- code -------------------------------------------------------------------------------
+    @abstractmethod
+    def generate(self, variant: Variant) -> Source:
+        """The kernel source (config at the top) and whatever files building it needs."""
+
+    @abstractmethod
+    def build(self, variant: Variant, cache_dir: Path) -> Artifact:
+        """Compile (cached by source hash)."""
+
+    @abstractmethod
+    def run(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,
+            timeout: float) -> Measurement:
+        """Check correctness on fresh inputs from `seed` and time the variant."""
+
+    @abstractmethod
+    def model(self, variant: Variant) -> float:
+        """Modeled seconds (always labelled modeled)."""
+
+    # -- baselines and measurement availability ---------------------------------------------
+    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
+                  timeout: float) -> list[Baseline]:
+        return []
+
+    def measure_available(self) -> tuple[bool, str]:
+        """(True, "") when `run` measures on real hardware here, else (False, why)."""
+        return True, ""
+
+    def toolchain(self) -> str:
+        return ""

@@ -1,0 +1,26 @@
+"""Operator registry."""
+from __future__ import annotations
+
+from forge.errors import ForgeInputError
+from forge.ops.attention import Attention
+from forge.ops.base import Op, TensorSpec
+from forge.ops.matmul import Matmul
+from forge.ops.rmsnorm import RMSNorm
+from forge.ops.softmax import Softmax
+
+OPS: dict[str, Op] = {op.name: op for op in (Attention(), RMSNorm(), Softmax(), Matmul())}
+
+
+def register(op: Op) -> None:
+    """Add an operator (e.g. a target-specific one such as swiglu) to the registry."""
+    OPS[op.name] = op
+
+
+def get_op(name: str) -> Op:
+    try:
+        return OPS[name]
+    except KeyError:
+        raise ForgeInputError("op", f"unknown operator {name!r}; allowed: {', '.join(sorted(OPS))}") from None
+
+
+__all__ = ["OPS", "Op", "TensorSpec", "get_op", "register"]

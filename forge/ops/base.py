@@ -1,0 +1,196 @@
+"""The operator contract: shape schema, float64 reference, seeded inputs, cost, tolerance.
+
+Every backend, generator and report reads an operator through this class only, so a shape rule
+or a tolerance is written once.
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from dataclasses import dataclass
+from typing import Any
+
+import numpy as np
+
+from forge.errors import ForgeInputError
+from forge.problem import Problem
+
+# Per-dtype (atol, rtol) used when comparing against the float64 reference. fp16/bf16 kernels keep
+# fp32 accumulators, so the bound is the input rounding (2^-11, 2^-8) amplified by a reduction.
+TOLERANCES: dict[str, tuple[float, float]] = {
+    "float64": (1e-9, 1e-9),
+    "float32": (2e-4, 2e-4),
+    "float16": (2e-3, 2e-3),
+    "bfloat16": (1.6e-2, 1.6e-2),
+}
+DTYPE_BYTES = {"float64": 8, "float32": 4, "float16": 2, "bfloat16": 2, "int8": 1, "int32": 4}
+
+
+@dataclass(frozen=True)
+class TensorSpec:
+    name: str
+    shape: tuple[int, ...]
+    dtype: str
+
+
+@dataclass
+class ErrorMetrics:
+    """Outcome of comparing an output with the reference; `ok` decides `incorrect`."""
+
+    ok: bool
+    max_abs: float
+    max_rel: float
+    nan_count: int
+    checked: int
+    reason: str = ""
+
+    def as_dict(self) -> dict[str, Any]:
+        return {"max_abs": self.max_abs, "max_rel": self.max_rel, "nan_count": self.nan_count,
+                "checked": self.checked}
+
+
+def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
+    """Round float values to what `dtype` can hold, returned as float32 (the exchange format)."""
+    x = np.asarray(x, dtype=np.float32)
+    if dtype == "float16":
+        return x.astype(np.float16).astype(np.float32)
+    if dtype == "bfloat16":
+        bits = x.view(np.uint32)
+        rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
+        return rounded.view(np.float32)
+    return x
+
+
+class Op(ABC):
+    """One operator. Subclasses declare `name`, `description`, `dims` and attribute defaults."""
+
+    name: str = ""
+    description: str = ""
+    dims: tuple[str, ...] = ()
+    attr_defaults: dict[str, Any] = {}
+    dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
+    # Largest number of output rows compared in full; above it a seeded sample of rows is checked
+    # (the whole output is still scanned for NaN from the poisoned buffer).
+    full_check_rows: int = 4096
+
+    # -- shape schema ----------------------------------------------------------------------
+    def normalize(self, shape: dict[str, int], attrs: dict[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
+        """Fill aliases and defaults, validate; raises ForgeInputError naming the dimension."""
+        unknown = set(shape) - set(self.dims) - set(self.aliases())
+        if unknown:
+            raise ForgeInputError(f"shape.{sorted(unknown)[0]}",
+                                  f"unknown dimension for {self.name}; allowed: {', '.join(self.dims)}")
+        out = self.expand_aliases(dict(shape))
+        for d in self.dims:
+            if d not in out:
+                raise ForgeInputError(f"shape.{d}", f"missing dimension for {self.name} (needs {', '.join(self.dims)})")
+            v = out[d]
+            if not isinstance(v, (int, np.integer)) or isinstance(v, bool) or v < 1:
+                raise ForgeInputError(f"shape.{d}", f"must be a positive integer, got {v!r}")
+            out[d] = int(v)
+        full_attrs = dict(self.attr_defaults)
+        for k, v in attrs.items():
+            if k not in self.attr_defaults:
+                allowed = ", ".join(self.attr_defaults) or "none"
+                raise ForgeInputError(f"attrs.{k}", f"unknown attribute for {self.name}; allowed: {allowed}")
+            full_attrs[k] = v
+        self.validate(out, full_attrs)
+        return {d: out[d] for d in self.dims}, full_attrs
+
+    def aliases(self) -> tuple[str, ...]:
+        return ()
+
+    def expand_aliases(self, shape: dict[str, int]) -> dict[str, int]:
+        return shape
+
+    def validate(self, shape: dict[str, int], attrs: dict[str, Any]) -> None:
+        """Cross-dimension rules; raise ForgeInputError."""
+
+    def problem(self, shape: dict[str, int], dtype: str = "float32", attrs: dict[str, Any] | None = None) -> Problem:
+        if dtype not in self.dtypes:
+            raise ForgeInputError("dtype", f"{dtype!r} not supported by {self.name}; allowed: {', '.join(self.dtypes)}")
+        shape, full_attrs = self.normalize(shape, attrs or {})
+        return Problem(self.name, shape, dtype, full_attrs)
+
+    # -- tensors ------------------------------------------------------------------------------
+    @abstractmethod
+    def inputs(self, p: Problem) -> list[TensorSpec]:
+        """Input tensors in the order kernels take them."""
+
+    @abstractmethod
+    def output(self, p: Problem) -> TensorSpec:
+        """The output tensor; its last axis is a row, the leading axes index rows."""
+
+    def make_inputs(self, p: Problem, seed: int) -> dict[str, np.ndarray]:
+        """Seeded random inputs as float32 holding values exact in `p.dtype` (never zeros)."""
+        rng = np.random.default_rng(seed)
+        out = {}
+        for spec in self.inputs(p):
+            x = rng.standard_normal(spec.shape, dtype=np.float32)
+            out[spec.name] = round_to_dtype(self.scale_input(spec.name, x), p.dtype)
+        return out
+
+    def scale_input(self, name: str, x: np.ndarray) -> np.ndarray:
+        return x
+
+    @abstractmethod
+    def reference_rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        """float64 reference for the given flat output rows: array [len(rows), row_length]."""
+
+    def rows(self, p: Problem) -> tuple[int, int]:
+        shape = self.output(p).shape
+        return int(np.prod(shape[:-1])), int(shape[-1])
+
+    def reference(self, p: Problem, inputs: dict[str, np.ndarray]) -> np.ndarray:
+        n_rows, _ = self.rows(p)
+        return self.reference_rows(p, inputs, np.arange(n_rows)).reshape(self.output(p).shape)
+
+    def check(self, p: Problem, inputs: dict[str, np.ndarray], output: np.ndarray, seed: int = 0) -> ErrorMetrics:
+        """Compare `output` with the float64 reference at the dtype's tolerance."""
+        spec = self.output(p)
+        out = np.asarray(output, dtype=np.float64).reshape(spec.shape)
+        n_rows, row_len = self.rows(p)
+        flat = out.reshape(n_rows, row_len)
+        nan_count = int(np.count_nonzero(~np.isfinite(flat)))
+        if n_rows <= self.full_check_rows:
+            rows = np.arange(n_rows)
+        else:
+            rng = np.random.default_rng(seed)
+            rows = np.sort(rng.choice(n_rows, size=self.full_check_rows, replace=False))
+        expected = self.reference_rows(p, inputs, rows)
+        got = flat[rows]
+        atol, rtol = TOLERANCES[p.dtype]
+        diff = np.abs(got - expected)
+        with np.errstate(invalid="ignore", divide="ignore"):
+            rel = diff / np.maximum(np.abs(expected), 1e-30)
+        max_abs = float(np.nanmax(diff)) if diff.size else 0.0
+        max_rel = float(np.nanmax(np.where(np.abs(expected) > atol, rel, 0.0))) if diff.size else 0.0
+        bad = ~(diff <= atol + rtol * np.abs(expected))
+        n_bad = int(np.count_nonzero(bad))
+        ok = nan_count == 0 and n_bad == 0
+        reason = ""
+        if nan_count:
+            reason = f"{nan_count} non-finite output values (poisoned NaN left unwritten or overflow)"
+        elif n_bad:
+            idx = np.unravel_index(int(np.argmax(np.where(bad, diff, -1))), bad.shape)
+            reason = (f"{n_bad} of {bad.size} checked values outside atol={atol:g} rtol={rtol:g}; "
+                      f"worst at row {int(rows[idx[0]])} col {int(idx[1])}: got {got[idx]:.6g}, "
+                      f"expected {expected[idx]:.6g}")
+        return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason)
+
+    # -- cost ---------------------------------------------------------------------------------
+    @abstractmethod
+    def flops(self, p: Problem) -> float:
+        """Useful floating-point operations (a causal mask halves attention's)."""
+
+    def min_bytes(self, p: Problem) -> float:
+        """Compulsory traffic: every input read once, the output written once, in `p.dtype`."""
+        elem = DTYPE_BYTES[p.dtype]
+        n = sum(int(np.prod(s.shape)) for s in self.inputs(p)) + int(np.prod(self.output(p).shape))
+        return float(n * elem)
+
+    def tolerance(self, dtype: str) -> tuple[float, float]:
+        return TOLERANCES[dtype]
+
+    def unfused_steps(self, p: Problem) -> list[str]:
+        """The small-operator sequence a network runs without the fused kernel."""
+        return [self.name]

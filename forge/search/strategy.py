@@ -1,0 +1,89 @@
+"""The strategy contract: propose valid, not-yet-proposed configs; learn from their outcomes.
+
+Strategies work on the *enumerated valid space* that forge owns, so nothing they propose breaks a
+hard constraint and no budget is spent on infeasible points. Values are seconds (lower is better);
+`None` means the variant failed (compile error, crash, hang, wrong result).
+"""
+from __future__ import annotations
+
+from abc import ABC, abstractmethod
+from typing import Any
+
+import numpy as np
+
+from forge.space import Enumeration, Space
+
+
+class Strategy(ABC):
+    name: str = ""
+
+    def __init__(self, enumeration: Enumeration, seed: int = 0, **options: Any):
+        self.enum = enumeration
+        self.space: Space = enumeration.space
+        self.seed = seed
+        self.rng = np.random.default_rng(seed)
+        self.options = options
+        self.sizes = np.array([len(p.values) for p in self.space.params], dtype=np.int64)
+        self.valid = enumeration.valid.astype(np.int64)
+        self.valid_flat = self._flat(self.valid)
+        self.row_of = {int(f): i for i, f in enumerate(self.valid_flat)}
+        self.proposed = np.zeros(len(self.valid), dtype=bool)
+        self.observed: dict[int, float | None] = {}   # valid-row -> value
+
+    # -- the contract ------------------------------------------------------------------------
+    @abstractmethod
+    def ask(self, n: int) -> list[dict[str, Any]]:
+        """Up to `n` distinct valid configs never proposed before (fewer when the space is spent)."""
+
+    def tell(self, config: dict[str, Any], value: float | None) -> None:
+        row = self.row(config)
+        self.proposed[row] = True
+        self.observed[row] = value
+
+    def warm_start(self, observations: list[tuple[dict[str, Any], float | None]]) -> None:
+        """Results known before the search (resume, or earlier runs on nearby shapes)."""
+        for cfg, value in observations:
+            if self.contains(cfg):
+                self.tell(cfg, value)
+
+    # -- helpers -------------------------------------------------------------------------------
+    def _flat(self, idx: np.ndarray) -> np.ndarray:
+        if idx.size == 0:
+            return np.zeros(len(idx), dtype=np.int64)
+        return np.ravel_multi_index(tuple(idx.T), tuple(self.sizes)).astype(np.int64)
+
+    def contains(self, config: dict[str, Any]) -> bool:
+        try:
+            return self.row(config) is not None
+        except (KeyError, ValueError):
+            return False
+
+    def row(self, config: dict[str, Any]) -> int:
+        idx = np.array([self.space.indices(config)], dtype=np.int64)
+        return self.row_of[int(self._flat(idx)[0])]
+
+    def config(self, row: int) -> dict[str, Any]:
+        return self.space.config_from_indices(self.valid[row])
+
+    def remaining(self) -> int:
+        return int(np.count_nonzero(~self.proposed))
+
+    def nearest_unproposed(self, idx: np.ndarray) -> int | None:
+        """Valid, unproposed row closest to an index vector (ordered params by normalised distance,
+        categorical params by mismatch); ties broken by the seeded generator."""
+        free = np.flatnonzero(~self.proposed)
+        if not len(free):
+            return None
+        cand = self.valid[free]
+        ordered = np.array([p.ordered for p in self.space.params])
+        scale = np.maximum(self.sizes - 1, 1)
+        d = np.where(ordered, np.abs(cand - idx) / scale, (cand != idx).astype(float)).sum(axis=1)
+        best = np.flatnonzero(d == d.min())
+        return int(free[best[self.rng.integers(len(best))]])
+
+    def best(self) -> tuple[dict[str, Any], float] | None:
+        ok = [(r, v) for r, v in self.observed.items() if v is not None]
+        if not ok:
+            return None
+        r, v = min(ok, key=lambda x: x[1])
+        return self.config(r), v

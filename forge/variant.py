@@ -1,0 +1,27 @@
+"""A variant is (problem, target, config): the one description everything else is derived from."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from typing import Any
+
+from forge.problem import Problem
+
+
+@dataclass(frozen=True)
+class Variant:
+    problem: Problem
+    target: str
+    config: dict[str, Any]
+
+    def key(self) -> str:
+        """Identity used to never measure the same variant twice within a run."""
+        text = json.dumps({"p": self.problem.key(), "t": self.target, "c": self.config}, sort_keys=True)
+        return hashlib.sha256(text.encode()).hexdigest()[:20]
+
+    def config_str(self) -> str:
+        return " ".join(f"{k}={v}" for k, v in self.config.items())
+
+    def __hash__(self) -> int:
+        return hash(self.key())
