@@ -1,0 +1,263 @@
+"""forge's command line: tune, report, show, ops, targets (+ bench, bank, replay when present).
+
+Bad input is one line naming the field and what is allowed, with exit code 2.
+"""
+from __future__ import annotations
+
+import importlib
+import sys
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge.errors import ForgeInputError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True,
+                  help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
+out = Console()
+err = Console(stderr=True)
+
+EXTRA_COMMANDS = ("bench", "bank", "replay")
+
+
+def parse_value(text: str) -> Any:
+    t = text.strip()
+    low = t.lower()
+    if low in ("true", "false"):
+        return low == "true"
+    if low in ("none", "null"):
+        return None
+    for cast in (int, float):
+        try:
+            return cast(t)
+        except ValueError:
+            pass
+    return t
+
+
+def parse_pairs(text: str | None, field: str, ints: bool = False) -> dict[str, Any]:
+    """`NAME=VALUE,...`; a value may be a `|`-separated list (space restrictions)."""
+    result: dict[str, Any] = {}
+    if not text:
+        return result
+    for item in text.split(","):
+        if not item.strip():
+            continue
+        if "=" not in item:
+            raise ForgeInputError(field, f"expected NAME=VALUE, got {item!r}")
+        k, v = (s.strip() for s in item.split("=", 1))
+        if ints:
+            try:
+                result[k] = int(v)
+            except ValueError:
+                raise ForgeInputError(f"{field} {k}", f"must be an integer, got {v!r}") from None
+        else:
+            result[k] = [parse_value(x) for x in v.split("|")] if "|" in v else parse_value(v)
+    return result
+
+
+@app.command()
+def tune(
+    op: Optional[str] = typer.Option(None, help="operator (see `forge ops`)"),
+    target: Optional[str] = typer.Option(None, help="target (see `forge targets`); default cpu"),
+    config: Optional[Path] = typer.Option(None, "--config", "-c", help="YAML search config"),
+    shape: Optional[str] = typer.Option(None, help="dimensions in the op's names, e.g. B=1,H=8,S=1024,D=64"),
+    dtype: Optional[str] = typer.Option(None, help="float32 | float16 | bfloat16"),
+    causal: Optional[bool] = typer.Option(None, "--causal/--no-causal", help="attention: causal mask"),
+    attr: Optional[str] = typer.Option(None, help="other operator attributes, e.g. eps=1e-5,residual=true"),
+    space: Optional[str] = typer.Option(None, help="fix or restrict parameters, e.g. threads=2,block_q=32|64"),
+    trials: Optional[int] = typer.Option(None, help="unique variants to evaluate (default 40)"),
+    time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
+    patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
+    sampler: Optional[str] = typer.Option(None, help="forge | tpe | tpe-multivariate | random | cmaes | gp | grid | qmc"),
+    seed: Optional[int] = typer.Option(None),
+    executor: Optional[str] = typer.Option(None, help="local | ray"),
+    ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),
+    measure: Optional[str] = typer.Option(None, help="auto | model | device"),
+    reps: Optional[int] = typer.Option(None, help="timed repetitions per variant"),
+    timeout: Optional[float] = typer.Option(None, help="seconds before a variant counts as hung"),
+    top_k: Optional[int] = typer.Option(None, help="variants re-measured at the end"),
+    out_dir: Optional[Path] = typer.Option(None, "--out", help="run folder (default results/<op>-<target>-<time>)"),
+    resume: Optional[Path] = typer.Option(None, help="continue the interrupted run in this folder"),
+    no_bank: bool = typer.Option(False, "--no-bank", help="neither use nor update the tuning bank"),
+) -> None:
+    """Tune one operator on one target and print its leaderboard."""
+    from forge import tuner
+    from forge.config import load_config, make_settings
+
+    flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
+             "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
+             "ray_address": ray_address, "measure": measure, "reps": reps, "timeout": timeout,
+             "top_k": top_k, "bank": False if no_bank else None}
+    attrs = parse_pairs(attr, "--attr")
+    if causal is not None:
+        attrs["causal"] = causal
+    if resume is not None:
+        run = tuner.resume(resume, console=err, **{k: v for k, v in flags.items() if k in ("trials", "time_budget", "patience")})
+        _print_report(run)
+        return
+    if config is not None:
+        cfg = load_config(config, {"op": op, "out": out_dir, **flags})
+        if shape:
+            cfg.shapes = [parse_pairs(shape, "--shape", ints=True)]
+        if attrs:
+            cfg.attrs = {**cfg.attrs, **attrs}
+        if space:
+            cfg.space = {**cfg.space, **parse_pairs(space, "--space")}
+        settings = cfg.settings()
+    else:
+        if not op:
+            raise ForgeInputError("--op", "missing; give --op or --config (operators: see `forge ops`)")
+        if not shape:
+            raise ForgeInputError("--shape", "missing; e.g. --shape B=1,H=8,S=1024,D=64 (dimensions: see `forge ops`)")
+        settings = [make_settings(op=op, shape=parse_pairs(shape, "--shape", ints=True), attrs=attrs,
+                                  space=parse_pairs(space, "--space"), out=out_dir, **flags)]
+    for s in settings:
+        run = tuner.tune(s, console=err)
+        _print_report(run)
+
+
+def _print_report(run: Path) -> None:
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import print_leaderboard
+
+    print_leaderboard(build_leaderboard(run), out)
+    out.print(f"run folder: {run}   (forge report {run} | forge show {run} 1)")
+
+
+@app.command()
+def report(
+    run: Path = typer.Argument(..., help="run folder"),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="also write md | json | csv (| html when available)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>)"),
+    top: int = typer.Option(10, help="rows shown in the terminal"),
+) -> None:
+    """Print a run's leaderboard; with --format, also write it to a file."""
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import FORMATS, print_leaderboard
+
+    lb = build_leaderboard(run)
+    print_leaderboard(lb, out, top=top)
+    if fmt:
+        formats = dict(FORMATS)
+        try:
+            from forge.report.html import leaderboard_html
+
+            formats["html"] = leaderboard_html
+        except ImportError:
+            pass
+        if fmt not in formats:
+            raise ForgeInputError("--format", f"unknown format {fmt!r}; allowed: {', '.join(formats)}")
+        path = output or Path(run) / f"leaderboard.{fmt}"
+        path.write_text(formats[fmt](lb))
+        out.print(f"wrote {path}")
+
+
+@app.command()
+def show(run: Path = typer.Argument(..., help="run folder"),
+         rank: int = typer.Argument(1, help="leaderboard rank"),
+         file: Optional[str] = typer.Option(None, help="another generated file (launcher, CMakeLists.txt, …)")) -> None:
+    """Print the generated source of a ranked variant, with its config."""
+    from forge.backends import get_backend
+    from forge.report.leaderboard import build_leaderboard
+    from forge.tuner import problem_of
+    from forge.config import TuneSettings
+    from forge.variant import Variant
+
+    lb = build_leaderboard(run)
+    if not lb.rows:
+        raise ForgeInputError("rank", f"{run} has no correct variant to show")
+    if not 1 <= rank <= len(lb.rows):
+        raise ForgeInputError("rank", f"must be between 1 and {len(lb.rows)}")
+    row = lb.rows[rank - 1]
+    settings = TuneSettings(**lb.info["settings"])
+    backend = get_backend(settings.target, measure="model")
+    src = backend.generate(Variant(problem_of(settings), settings.target, row.config))
+    name = file or src.main
+    if name not in src.files:
+        raise ForgeInputError("--file", f"unknown file {name!r}; allowed: {', '.join(src.files)}")
+    out.print(f"// rank {rank}: {' '.join(f'{k}={v}' for k, v in row.config.items())}", highlight=False)
+    out.print(f"// files: {', '.join(src.files)}", highlight=False)
+    sys.stdout.write(src.files[name])
+    sys.stdout.flush()
+
+
+@app.command()
+def ops() -> None:
+    """List the operators with their dimensions and attributes."""
+    from forge.ops import OPS
+
+    _load_plugin_ops()
+    table = Table()
+    for col in ("op", "dimensions", "attributes", "description"):
+        table.add_column(col)
+    for op in OPS.values():
+        attrs = ", ".join(f"{k}={v}" for k, v in op.attr_defaults.items())
+        table.add_row(op.name, ", ".join(op.dims), attrs, op.description)
+    out.print(table)
+
+
+@app.command()
+def targets(name: Optional[str] = typer.Argument(None, help="show one target's numbers and sources")) -> None:
+    """List the hardware targets (or show one in full)."""
+    from forge.targets import all_targets, get_target
+
+    if name:
+        t = get_target(name)
+        out.print_json(data=t.model_dump())
+        return
+    table = Table()
+    for col in ("target", "kind", "description"):
+        table.add_column(col)
+    for t in all_targets().values():
+        table.add_row(t.name, t.kind, t.description + (" (partial: some numbers unknown)" if t.partial else ""))
+    out.print(table)
+
+
+def _load_plugin_ops() -> None:
+    """Target-specific operators (e.g. swiglu) register themselves when their backend loads."""
+    for module in ("forge.backends.ascend.ops",):
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
+
+
+def _register_extra_commands() -> None:
+    for name in EXTRA_COMMANDS:
+        try:
+            module = importlib.import_module(f"forge.commands.{name}")
+        except ImportError:
+            continue
+        module.register(app)
+
+
+_register_extra_commands()
+
+
+def main() -> None:
+    _load_plugin_ops()
+    try:
+        app(standalone_mode=False)
+    except ForgeInputError as exc:
+        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        sys.exit(2)
+    except typer.Abort:
+        err.print("aborted")
+        sys.exit(130)
+    except Exception as exc:  # click's usage errors
+        import click
+
+        if isinstance(exc, click.exceptions.Exit):
+            sys.exit(exc.exit_code)
+        if isinstance(exc, click.ClickException):
+            exc.show()
+            sys.exit(2)
+        raise
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,102 @@
+"""Search settings and the YAML config schema (pydantic), with errors that name the field.
+
+`SearchOptions` holds every knob with its one default; `TuneSettings` is one problem to tune,
+`TuneConfig` is the YAML file (a list of shapes). CLI flags override the file.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from pydantic import BaseModel, ConfigDict, Field, ValidationError
+
+from forge.errors import ForgeInputError
+
+
+class SearchOptions(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+
+    dtype: str = "float32"
+    attrs: dict[str, Any] = Field(default_factory=dict, description="operator attributes, e.g. causal")
+    target: str = "cpu"
+    space: dict[str, Any] = Field(default_factory=dict, description="fix (scalar) or restrict (list) parameters")
+    trials: int = Field(40, ge=1, description="unique variants to evaluate")
+    time_budget: float | None = Field(None, gt=0, description="seconds of wall time for the search")
+    patience: int | None = Field(None, ge=1, description="stop after this many evaluations without improvement")
+    sampler: str = "forge"
+    seed: int = 0
+    executor: Literal["local", "ray"] = "local"
+    ray_address: str | None = None
+    build_workers: int | None = Field(None, ge=1)
+    measure: Literal["auto", "model", "device"] = "auto"
+    reps: int = Field(10, ge=1, description="timed repetitions per variant")
+    warmup: int = Field(2, ge=0)
+    timeout: float = Field(60.0, gt=0, description="seconds before a running variant counts as hung")
+    top_k: int = Field(3, ge=0, description="best variants re-measured at the end")
+    final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure")
+    batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + 1)")
+    bank: bool = Field(True, description="look up and update the tuning bank")
+
+
+class TuneSettings(SearchOptions):
+    op: str
+    shape: dict[str, int]
+    out: Path | None = None
+
+
+class TuneConfig(SearchOptions):
+    """The YAML search config: like TuneSettings, with a list of shapes."""
+
+    op: str
+    shapes: list[dict[str, int]] = Field(min_length=1)
+    out: Path | None = None
+
+    def settings(self) -> list[TuneSettings]:
+        base = self.model_dump(exclude={"shapes", "out"})
+        many = len(self.shapes) > 1
+        out = []
+        for i, shape in enumerate(self.shapes):
+            folder = None
+            if self.out is not None:
+                folder = self.out / f"shape{i}" if many else self.out
+            out.append(TuneSettings(**base, shape=shape, out=folder))
+        return out
+
+
+def pydantic_error(exc: ValidationError, prefix: str = "") -> ForgeInputError:
+    """The first validation error as a ForgeInputError naming the field and what is allowed."""
+    err = exc.errors()[0]
+    field = ".".join(str(x) for x in err["loc"]) or "config"
+    msg = err["msg"]
+    if err["type"] == "extra_forbidden":
+        model = TuneConfig if prefix else TuneSettings
+        allowed = ", ".join(sorted(model.model_fields))
+        msg = f"unknown field; allowed: {allowed}"
+    elif "input" in err and err["type"] not in ("missing",):
+        msg = f"{msg} (got {err['input']!r})"
+    return ForgeInputError(f"{prefix}{field}", msg)
+
+
+def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TuneConfig:
+    p = Path(path)
+    if not p.is_file():
+        raise ForgeInputError("--config", f"no such file: {p}")
+    try:
+        raw = yaml.safe_load(p.read_text()) or {}
+    except yaml.YAMLError as exc:
+        raise ForgeInputError(str(p), f"not valid YAML: {exc}") from None
+    if not isinstance(raw, dict):
+        raise ForgeInputError(str(p), "the config must be a mapping of fields")
+    raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    try:
+        return TuneConfig(**raw)
+    except ValidationError as exc:
+        raise pydantic_error(exc, prefix=f"{p.name}: ") from None
+
+
+def make_settings(**fields: Any) -> TuneSettings:
+    try:
+        return TuneSettings(**{k: v for k, v in fields.items() if v is not None})
+    except ValidationError as exc:
+        raise pydantic_error(exc) from None

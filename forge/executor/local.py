@@ -1,0 +1,76 @@
+"""Local executor: a process pool compiles in parallel; one device slot measures serially."""
+from __future__ import annotations
+
+import os
+import platform
+import queue
+import threading
+from concurrent.futures import Future, ProcessPoolExecutor
+from concurrent.futures.process import BrokenProcessPool
+from pathlib import Path
+
+from forge.backends.base import Artifact, Backend
+from forge.executor.base import Executor, Job, Outcome, after_build, build, measure, precheck
+
+
+class LocalExecutor(Executor):
+    def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None):
+        super().__init__(backend, cache_dir, build_workers or max(1, len(os.sched_getaffinity(0))))
+        self.pool = ProcessPoolExecutor(max_workers=self.build_workers)
+        self.device_queue: queue.Queue = queue.Queue()
+        self.out: queue.Queue = queue.Queue()
+        self._pending = 0
+        self._lock = threading.Lock()
+        self.device = threading.Thread(target=self._device_loop, name="forge-device-slot", daemon=True)
+        self.device.start()
+
+    def submit(self, job: Job) -> None:
+        with self._lock:
+            self._pending += 1
+        early = precheck(self.backend, job)
+        if early:
+            self.out.put(early)
+            return
+        try:
+            fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
+        except BrokenProcessPool:
+            self.pool = ProcessPoolExecutor(max_workers=self.build_workers)
+            fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
+        fut.add_done_callback(lambda f, job=job: self._built(job, f))
+
+    def _built(self, job: Job, fut: Future) -> None:
+        try:
+            artifact = fut.result()
+        except Exception as exc:  # the build worker itself died
+            artifact = Artifact(job.variant.key(), "", ok=False, error=f"build worker lost: {type(exc).__name__}: {exc}")
+        self.device_queue.put((job, artifact))
+
+    def _device_loop(self) -> None:
+        while True:
+            item = self.device_queue.get()
+            if item is None:
+                return
+            job, artifact = item
+            verdict = self.backend.check(job.variant)
+            outcome = after_build(job, verdict, artifact)
+            if outcome is None:
+                outcome = Outcome(job, verdict, artifact, measure(self.backend, job, artifact))
+            outcome.host = platform.node()
+            self.out.put(outcome)
+
+    def pending(self) -> int:
+        with self._lock:
+            return self._pending
+
+    def next_result(self, timeout: float | None = None) -> Outcome | None:
+        try:
+            outcome = self.out.get(timeout=timeout)
+        except queue.Empty:
+            return None
+        with self._lock:
+            self._pending -= 1
+        return outcome
+
+    def close(self) -> None:
+        self.device_queue.put(None)
+        self.pool.shutdown(wait=False, cancel_futures=True)

@@ -1,0 +1,133 @@
+"""Ray executor: builds as Ray tasks on any CPU of the cluster, measurement on one actor per device.
+
+`ray.init()` starts a local cluster, or joins the one at `address` (`--ray-address` or
+RAY_ADDRESS). The device actor runs one measurement at a time (an actor executes its calls in
+order), so the device is never shared. If the actor or a worker dies, the variant becomes a failed
+outcome with the reason and a fresh actor takes over.
+"""
+from __future__ import annotations
+
+import os
+import platform
+import time
+from pathlib import Path
+
+from forge.backends.base import Artifact, Backend, Measurement, Verdict
+from forge.executor.base import Executor, Job, Outcome, after_build, build, measure, precheck
+
+
+def _ray():
+    import ray
+
+    return ray
+
+
+class _DeviceSlot:
+    """Owns the device: measures one built variant at a time."""
+
+    def __init__(self, backend: Backend, cache_dir: str):
+        self.backend = backend
+        self.cache_dir = Path(cache_dir)
+
+    def run(self, job: Job, artifact: Artifact) -> tuple[Verdict, Artifact, Measurement, str]:
+        verdict = self.backend.check(job.variant)
+        if artifact.ok and artifact.path and not Path(artifact.path).exists():
+            # Built on another node: build here from the same source (cached by source hash).
+            artifact = build(self.backend, job.variant, self.cache_dir)
+        early = after_build(job, verdict, artifact)
+        if early is not None:
+            return verdict, artifact, early.measurement, platform.node()
+        return verdict, artifact, measure(self.backend, job, artifact), platform.node()
+
+    def ping(self) -> str:
+        return platform.node()
+
+
+def _build_task(backend: Backend, variant, cache_dir: str) -> Artifact:
+    return build(backend, variant, Path(cache_dir))
+
+
+class RayExecutor(Executor):
+    def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None,
+                 address: str | None = None, device_resources: dict[str, float] | None = None):
+        super().__init__(backend, cache_dir, build_workers)
+        ray = _ray()
+        if not ray.is_initialized():
+            address = address or os.environ.get("RAY_ADDRESS")
+            kwargs = {"address": address} if address else {"num_cpus": max(2, len(os.sched_getaffinity(0))),
+                                                          "include_dashboard": False}
+            ray.init(ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR", **kwargs)
+        self.ray = ray
+        self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
+        self._slot_cls = ray.remote(num_cpus=0, resources=device_resources or None, max_restarts=0)(_DeviceSlot)
+        self.slot = self._new_slot()
+        self.builds: dict = {}      # build ref -> job
+        self.runs: dict = {}        # run ref -> (job, artifact)
+        self.ready: list[Outcome] = []
+
+    def _new_slot(self):
+        return self._slot_cls.remote(self.backend, str(self.cache_dir))
+
+    def submit(self, job: Job) -> None:
+        early = precheck(self.backend, job)
+        if early:
+            self.ready.append(early)
+            return
+        ref = self._build.remote(self.backend, job.variant, str(self.cache_dir))
+        self.builds[ref] = job
+
+    def pending(self) -> int:
+        return len(self.builds) + len(self.runs) + len(self.ready)
+
+    def _poll(self, timeout: float) -> None:
+        refs = list(self.builds) + list(self.runs)
+        if not refs:
+            return
+        done, _ = self.ray.wait(refs, num_returns=1, timeout=timeout)
+        for ref in done:
+            if ref in self.builds:
+                job = self.builds.pop(ref)
+                try:
+                    artifact = self.ray.get(ref)
+                except Exception as exc:  # worker lost, task error
+                    artifact = Artifact(job.variant.key(), "", ok=False, error=f"build task lost: {type(exc).__name__}: {exc}")
+                self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
+            else:
+                job, artifact = self.runs.pop(ref)
+                try:
+                    verdict, artifact, m, host = self.ray.get(ref)
+                except Exception as exc:  # the device actor died mid-measurement
+                    verdict, host = Verdict(True), ""
+                    m = Measurement("runtime_error", f"device worker lost: {type(exc).__name__}: {str(exc)[:500]}")
+                    self._replace_slot()
+                self.ready.append(Outcome(job, verdict, artifact, m, host=host))
+
+    def _replace_slot(self) -> None:
+        try:
+            self.ray.kill(self.slot)
+        except Exception:
+            pass
+        old = self.slot
+        self.slot = self._new_slot()
+        # Measurements queued on the dead actor are resubmitted to the new one.
+        for ref, (job, artifact) in list(self.runs.items()):
+            self.runs.pop(ref)
+            self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
+        del old
+
+    def next_result(self, timeout: float | None = None) -> Outcome | None:
+        deadline = None if timeout is None else time.monotonic() + timeout
+        while not self.ready:
+            if not (self.builds or self.runs):
+                return None
+            left = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
+            self._poll(left)
+            if deadline is not None and time.monotonic() >= deadline and not self.ready:
+                return None
+        return self.ready.pop(0)
+
+    def close(self) -> None:
+        try:
+            self.ray.kill(self.slot)
+        except Exception:
+            pass

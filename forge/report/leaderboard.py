@@ -1,0 +1,120 @@
+"""The leaderboard of one run: ranked correct variants, baselines, failures and rejections.
+
+A variant re-measured at the end is ranked by that measurement; a difference smaller than the
+spread (interquartile range) of either neighbour is reported as a tie. Variants that failed in any
+way are never ranked, only counted.
+"""
+from __future__ import annotations
+
+import json
+from collections import Counter
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from forge.results import Record, Store
+from forge.tuner import read_run_file
+
+
+@dataclass
+class Row:
+    rank: int
+    config: dict[str, Any]
+    median: float
+    spread: float
+    time_kind: str
+    speedup_unfused: float | None
+    speedup_vendor: float | None
+    remeasured: bool
+    tie_with: int | None
+    roofline_fraction: float | None
+    variant_key: str
+    trial: int | None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+
+@dataclass
+class Leaderboard:
+    run_dir: str
+    info: dict[str, Any]
+    rows: list[Row]
+    baselines: list[dict[str, Any]]
+    status_counts: dict[str, int]
+    rejections: dict[str, int]
+    failures: list[dict[str, Any]]
+    convergence: list[tuple[int, float]]
+
+    @property
+    def measured(self) -> bool:
+        return bool(self.info.get("measured"))
+
+    @property
+    def best(self) -> Row | None:
+        return self.rows[0] if self.rows else None
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"run_dir": self.run_dir, "problem": self.info.get("problem"), "target": self.info.get("target"),
+                "measured": self.measured, "measure_note": self.info.get("measure_note", ""),
+                "roofline_seconds": self.info.get("roofline_seconds"),
+                "space": self.info.get("space"), "baselines": self.baselines,
+                "rows": [asdict(r) for r in self.rows], "status_counts": self.status_counts,
+                "rejections": self.rejections, "failures": self.failures,
+                "convergence": self.convergence}
+
+
+def reason_kind(reason: str) -> str:
+    """The rule name at the head of a reason ("UB: 201 KiB > 192 KiB" -> "UB")."""
+    head = reason.split(";")[0]
+    return head.split(":")[0].strip() or "unspecified"
+
+
+def build_leaderboard(run_dir: str | Path) -> Leaderboard:
+    run_dir = Path(run_dir)
+    info = read_run_file(run_dir)
+    store = Store.for_run(run_dir)
+    try:
+        records = store.records()
+    finally:
+        store.close()
+    search = [r for r in records if r.phase == "search"]
+    final = {r.variant_key: r for r in records if r.phase == "final" and r.status == "ok"}
+    baselines = [{"name": r.config.get("baseline"), "label": r.extra.get("label", ""), "status": r.status,
+                  "reason": r.reason, "median": r.median, "spread": r.spread, "time_kind": r.time_kind}
+                 for r in records if r.phase == "baseline"]
+    roofline = info.get("roofline_seconds")
+
+    ranked: list[Record] = []
+    for r in search:
+        if r.status == "ok" and r.median is not None:
+            ranked.append(final.get(r.variant_key, r))
+    ranked.sort(key=lambda r: r.median)
+    rows: list[Row] = []
+    for i, r in enumerate(ranked):
+        tie = None
+        if rows:
+            prev = rows[-1]
+            if abs(r.median - prev.median) < max(r.spread or 0.0, prev.spread or 0.0):
+                tie = prev.tie_with or prev.rank
+        rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind, r.speedup_unfused,
+                        r.speedup_vendor, r.phase == "final", tie,
+                        roofline / r.median if roofline and r.median else None, r.variant_key, r.trial, r.extra))
+
+    status_counts = dict(Counter(r.status for r in search))
+    rejections = dict(info.get("space", {}).get("rejections", {}))
+    for r in search:
+        if r.status == "invalid":
+            k = reason_kind(r.reason)
+            rejections[k] = rejections.get(k, 0) + 1
+    failures = [{"status": r.status, "config": r.config, "reason": r.reason} for r in search
+                if r.status not in ("ok", "invalid")]
+    convergence, best = [], None
+    for n, r in enumerate(search, 1):
+        if r.status == "ok" and r.median is not None and (best is None or r.median < best):
+            best = r.median
+        if best is not None:
+            convergence.append((n, best))
+    return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence)
+
+
+def to_json(lb: Leaderboard) -> str:
+    return json.dumps(lb.to_dict(), indent=2, default=str)

@@ -1,0 +1,54 @@
+"""Live progress of a search: a bar with evaluations, best-so-far and its kind (measured/modeled)."""
+from __future__ import annotations
+
+from typing import Any
+
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+
+def fmt_seconds(t: float | None) -> str:
+    if t is None:
+        return "—"
+    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
+        if t >= scale:
+            return f"{t / scale:.3g} {unit}"
+    return f"{t * 1e9:.3g} ns"
+
+
+class SearchProgress:
+    """A rich progress bar on terminals; one line per new best (and every 10th variant) elsewhere."""
+
+    def __init__(self, console: Console, total: int, done: int = 0):
+        self.console = console
+        self.live = console.is_terminal
+        self.total = total
+        self.done = done
+        self.progress = Progress(TextColumn("[bold]tuning"), BarColumn(), MofNCompleteColumn(),
+                                 TextColumn("{task.description}"), TimeElapsedColumn(),
+                                 console=console, transient=False, disable=not self.live)
+        self.task = self.progress.add_task("best —", total=total, completed=done)
+        self.best: float | None = None
+
+    def __enter__(self) -> "SearchProgress":
+        self.progress.__enter__()
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.progress.__exit__(*exc)
+
+    def refresh(self, ctx: Any) -> None:
+        self.progress.refresh()
+
+    def update(self, ctx: Any, rec: Any) -> None:
+        if rec.phase != "search":
+            return
+        self.done += 1
+        desc = f"best {fmt_seconds(ctx.best)} ({ctx.best_kind or '—'})"
+        self.progress.update(self.task, completed=self.done, description=desc)
+        improved = ctx.best is not None and ctx.best != self.best
+        self.best = ctx.best
+        if not self.live and (improved or self.done % 10 == 0 or self.done == self.total):
+            status = rec.status if rec.status == "ok" else f"{rec.status}: {rec.reason[:80]}"
+            self.console.print(f"  [{self.done}/{self.total}] {fmt_seconds(rec.median)} {status}"
+                               f"  best {fmt_seconds(ctx.best)} ({ctx.best_kind})")

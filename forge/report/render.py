@@ -1,0 +1,108 @@
+"""Leaderboard renderers: rich terminal table, Markdown, JSON and CSV."""
+from __future__ import annotations
+
+import csv
+import io
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from forge.report.leaderboard import Leaderboard, to_json
+from forge.report.progress import fmt_seconds
+
+
+def _x(v: float | None) -> str:
+    return f"{v:.2f}×" if v else "—"
+
+
+def _pct(v: float | None) -> str:
+    return f"{100 * v:.1f}%" if v else "—"
+
+
+def _cfg(c: dict[str, Any]) -> str:
+    return " ".join(f"{k}={v}" for k, v in c.items())
+
+
+def _rank(r) -> str:
+    return f"{r.rank}" + (f" (tie #{r.tie_with})" if r.tie_with else "")
+
+
+def headline(lb: Leaderboard) -> list[str]:
+    p = lb.info.get("problem", {})
+    shape = ",".join(f"{k}={v}" for k, v in p.get("shape", {}).items())
+    attrs = ",".join(f"{k}={v}" for k, v in (p.get("attrs") or {}).items() if v not in (None, False))
+    lines = [f"{p.get('op')}[{shape}]{'{' + attrs + '}' if attrs else ''} {p.get('dtype')} on "
+             f"{lb.info.get('target', {}).get('name')}"]
+    if lb.measured:
+        lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
+    else:
+        lines.append(f"times are MODELED, not measured: {lb.info.get('measure_note') or 'measure=model'}")
+    sp = lb.info.get("space", {})
+    lines.append(f"space: {sp.get('cartesian')} points, {sp.get('valid')} valid; evaluated "
+                 f"{sum(lb.status_counts.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items())))
+    if lb.rejections:
+        lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.rejections.items(), key=lambda x: -x[1])))
+    for b in lb.baselines:
+        t = fmt_seconds(b["median"]) if b["status"] == "ok" else f"{b['status']}: {b['reason'][:80]}"
+        lines.append(f"baseline {b['name']} ({b['label']}): {t} [{b['time_kind']}]")
+    if lb.info.get("roofline_seconds"):
+        lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
+    return lines
+
+
+def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
+    for line in headline(lb):
+        console.print(line, highlight=False)
+    table = Table(title="leaderboard", show_lines=False)
+    for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline"):
+        table.add_column(col, overflow="fold")
+    for r in lb.rows[:top]:
+        table.add_row(_rank(r), _cfg(r.config), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
+                      fmt_seconds(r.spread), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
+                      _pct(r.roofline_fraction))
+    console.print(table)
+    if any(r.remeasured for r in lb.rows[:top]):
+        console.print("* re-measured at the end with more repetitions")
+    best = lb.best
+    if best and best.extra.get("pipe_busy"):
+        busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
+        console.print(f"best variant per-pipe utilisation: {busy}")
+    if best and "emulation" in best.extra:
+        console.print(f"best variant emulation: {best.extra['emulation']}")
+    if lb.failures:
+        console.print(f"{len(lb.failures)} failed variants, e.g.:")
+        for f in lb.failures[:5]:
+            console.print(f"  {f['status']}: {_cfg(f['config'])}: {f['reason'][:160]}", highlight=False)
+    if not lb.rows:
+        console.print("[red]no correct variant yet[/red]")
+
+
+def to_markdown(lb: Leaderboard, top: int = 20) -> str:
+    out = [f"# forge leaderboard — {lb.run_dir}", ""]
+    out += [f"- {line}" for line in headline(lb)]
+    out += ["", "| rank | config | median | spread | kind | vs unfused | vs vendor | roofline |",
+            "|---|---|---|---|---|---|---|---|"]
+    for r in lb.rows[:top]:
+        out.append(f"| {_rank(r)} | `{_cfg(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
+                   f"{fmt_seconds(r.spread)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
+                   f"{_pct(r.roofline_fraction)} |")
+    if lb.failures:
+        out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
+        for f in lb.failures[:50]:
+            out.append(f"| {f['status']} | `{_cfg(f['config'])}` | {f['reason'][:200].replace('|', '/')} |")
+    return "\n".join(out) + "\n"
+
+
+def to_csv(lb: Leaderboard) -> str:
+    buf = io.StringIO()
+    w = csv.writer(buf)
+    w.writerow(["rank", "tie_with", "config", "median_s", "spread_s", "time_kind", "speedup_unfused",
+                "speedup_vendor", "remeasured", "roofline_fraction"])
+    for r in lb.rows:
+        w.writerow([r.rank, r.tie_with or "", _cfg(r.config), r.median, r.spread, r.time_kind,
+                    r.speedup_unfused or "", r.speedup_vendor or "", r.remeasured, r.roofline_fraction or ""])
+    return buf.getvalue()
+
+
+FORMATS = {"md": to_markdown, "json": to_json, "csv": to_csv}

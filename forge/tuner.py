@@ -1,0 +1,339 @@
+"""The tuning loop: problem -> constrained space -> strategy (ask/tell) -> executor -> records.
+
+Everything is persisted as it happens (records in `forge.sqlite`, Optuna trials in
+`optuna.sqlite`, settings and space statistics in `run.json`), so `resume(run_dir)` continues a
+killed run without losing a record or measuring a variant twice.
+"""
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import time
+from dataclasses import dataclass, field
+from datetime import datetime
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from forge.backends import get_backend
+from forge.backends.base import Backend
+from forge.config import TuneSettings
+from forge.errors import ForgeInputError
+from forge.executor import Job, Outcome, make_executor
+from forge.ops import get_op
+from forge.problem import Problem
+from forge.results import Record, Store
+from forge.search.strategy import Strategy
+from forge.space import Enumeration
+from forge.targets import get_target
+from forge.variant import Variant
+
+RUN_FILE = "run.json"
+OPTUNA_FILE = "optuna.sqlite"
+CACHE_DIR = Path(os.environ.get("FORGE_CACHE", Path.home() / ".cache" / "forge" / "build"))
+
+
+def default_run_dir(op: str, target: str) -> Path:
+    return Path("results") / f"{op}-{target}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+
+
+def input_seed(variant: Variant, seed: int, phase: str) -> int:
+    """Fresh random inputs per check, reproducible from the run's seed."""
+    h = hashlib.sha256(f"{variant.key()}:{seed}:{phase}".encode()).digest()
+    return int.from_bytes(h[:4], "little")
+
+
+def make_strategy(name: str, enum: Enumeration, seed: int, storage: str | None) -> Strategy:
+    try:
+        from forge.search.strategies import get_strategy
+    except ImportError:
+        get_strategy = None
+    if get_strategy is not None:
+        return get_strategy(name, enum, seed, storage=storage, study_name="forge")
+    from forge.search.optuna_strategy import OptunaStrategy
+
+    return OptunaStrategy(enum, seed, sampler=name, storage=storage, study_name="forge")
+
+
+@dataclass
+class Context:
+    """What one tuning run knows while it runs."""
+
+    settings: TuneSettings
+    problem: Problem
+    backend: Backend
+    run_dir: Path
+    store: Store
+    console: Console
+    run_id: str
+    baselines: dict[str, Record] = field(default_factory=dict)
+    best: float | None = None
+    best_kind: str = ""
+    evaluated: int = 0
+    since_improvement: int = 0
+
+
+def problem_of(settings: TuneSettings) -> Problem:
+    return get_op(settings.op).problem(settings.shape, settings.dtype, settings.attrs)
+
+
+def outcome_record(ctx: Context, o: Outcome) -> Record:
+    m, v = o.measurement, o.job.variant
+    art = o.artifact
+    resources = dict(o.verdict.resources)
+    if art is not None:
+        resources.update({k: val for k, val in art.resources.items() if k != "violations"})
+    rec = Record(
+        run_id=ctx.run_id, variant_key=v.key(), op=v.problem.op, shape=v.problem.shape,
+        dtype=v.problem.dtype, target=v.target, config=v.config, status=m.status, reason=m.reason,
+        phase=o.job.phase, attrs=v.problem.attrs, errors=m.errors,
+        timings=m.timings if m.status == "ok" else [], source_hash=art.source_hash if art else "",
+        toolchain=art.toolchain if art else "", flags=art.flags if art else [], host=o.host or "",
+        device=ctx.backend.target.name, time_kind=m.time_kind, trial=o.job.trial,
+        resources=resources, extra=m.extra)
+    if rec.median:
+        for name, base in ctx.baselines.items():
+            if base.median and base.time_kind == rec.time_kind:
+                setattr(rec, f"speedup_{name}", base.median / rec.median)
+    return rec
+
+
+def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
+    tmp = run_dir / (RUN_FILE + ".tmp")
+    tmp.write_text(json.dumps(data, indent=2, default=str))
+    tmp.replace(run_dir / RUN_FILE)
+
+
+def read_run_file(run_dir: Path) -> dict[str, Any]:
+    path = Path(run_dir) / RUN_FILE
+    if not path.is_file():
+        raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE})")
+    return json.loads(path.read_text())
+
+
+def measure_baselines(ctx: Context) -> None:
+    done = {r.config.get("baseline"): r for r in ctx.store.records(phase="baseline")}
+    if not done:
+        ctx.console.print("[dim]measuring baselines…[/dim]")
+        s = ctx.settings
+        try:
+            bases = ctx.backend.baselines(ctx.problem, CACHE_DIR, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
+        except Exception as exc:  # a baseline failing must not stop the search
+            ctx.console.print(f"[yellow]baselines failed: {type(exc).__name__}: {exc}[/yellow]")
+            bases = []
+        for b in bases:
+            m = b.measurement
+            rec = Record(run_id=ctx.run_id, variant_key=f"baseline:{b.name}", op=ctx.problem.op,
+                         shape=ctx.problem.shape, dtype=ctx.problem.dtype, target=ctx.backend.target.name,
+                         config={"baseline": b.name}, status=m.status, reason=m.reason, phase="baseline",
+                         attrs=ctx.problem.attrs, errors=m.errors, timings=m.timings if m.status == "ok" else [],
+                         device=ctx.backend.target.name, time_kind=m.time_kind,
+                         extra={"label": b.label, **m.extra})
+            ctx.store.add(rec)
+            done[b.name] = rec
+    ctx.baselines = {k: r for k, r in done.items() if r.status == "ok"}
+
+
+def _note_result(ctx: Context, rec: Record) -> None:
+    if rec.phase != "search":
+        return
+    ctx.evaluated += 1
+    if rec.status == "ok" and rec.median is not None and (ctx.best is None or rec.median < ctx.best):
+        ctx.best, ctx.best_kind = rec.median, rec.time_kind
+        ctx.since_improvement = 0
+    else:
+        ctx.since_improvement += 1
+
+
+def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False) -> Path:
+    """Run (or continue) one tuning run; returns its folder."""
+    console = console or Console(stderr=True)
+    problem = problem_of(settings)
+    target = get_target(settings.target)
+    backend = get_backend(target, measure=settings.measure)
+    why_not = backend.supports(problem)
+    if why_not:
+        raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
+    space = backend.space(problem).restrict(settings.space)
+    t0 = time.perf_counter()
+    enum = space.enumerate()
+    enum_seconds = time.perf_counter() - t0
+    if len(enum) == 0:
+        counts = ", ".join(f"{k}: {v}" for k, v in enum.reason_counts.items())
+        raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts})")
+
+    run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
+    run_dir.mkdir(parents=True, exist_ok=True)
+    store = Store.for_run(run_dir)
+    if not resume and store.count():
+        raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
+    run_id = store.get_meta("run_id") or run_dir.name
+    store.set_meta("run_id", run_id)
+    can_measure, why = backend.measure_available()
+    info = {
+        "run_id": run_id, "status": "running", "settings": settings.model_dump(mode="json"),
+        "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
+        "target": {"name": target.name, "kind": target.kind, "description": target.description},
+        "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
+        "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
+                  "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
+        "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),
+                                                   get_op(problem.op).min_bytes(problem), problem.dtype),
+        "started": time.time(),
+    }
+    if resume and (run_dir / RUN_FILE).is_file():
+        info["started"] = read_run_file(run_dir).get("started", info["started"])
+    _write_run_file(run_dir, info)
+
+    ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
+    console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
+    console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
+                  + (f", rejected: {', '.join(f'{k} {v}' for k, v in enum.reason_counts.items())}" if enum.reason_counts else ""))
+    if not info["measured"]:
+        console.print(f"[yellow]times are MODELED, not measured: {why or 'measure=model was asked for'}[/yellow]")
+
+    measure_baselines(ctx)
+    executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
+                             ray_address=settings.ray_address)
+    try:
+        _search(ctx, enum, executor)
+        _final(ctx, executor)
+    finally:
+        executor.close()
+    _offer_to_bank(ctx)
+    info.update(status="complete", finished=time.time(), evaluated=ctx.evaluated)
+    _write_run_file(run_dir, info)
+    store.close()
+    return run_dir
+
+
+def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
+    """Continue an interrupted run with its own settings (budgets may be raised by overrides)."""
+    info = read_run_file(run_dir)
+    data = dict(info["settings"])
+    data.update({k: v for k, v in overrides.items() if v is not None})
+    data["out"] = str(run_dir)
+    return tune(TuneSettings(**data), console=console, resume=True)
+
+
+def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:
+    """Search records already in the store (resume): key -> record."""
+    recs = ctx.store.records(phase="search")
+    return {r.variant_key: r for r in recs}, recs
+
+
+def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
+    if not ctx.settings.bank:
+        return None
+    try:
+        from forge.bank import bank_lookup
+    except ImportError:
+        return None
+    hit = bank_lookup(ctx.problem, ctx.backend.target.name)
+    if not hit:
+        return None
+    config = hit[0]
+    if ctx.backend.space(ctx.problem).check(config):
+        return None
+    ctx.console.print(f"[green]tuning bank hit[/green]: {config} (median {hit[1]:.4g} s, {hit[2]}); search skipped")
+    return config
+
+
+def _search(ctx: Context, enum: Enumeration, executor) -> None:
+    s = ctx.settings
+    known, recs = _known(ctx)
+    for r in recs:
+        _note_result(ctx, r)
+    storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
+    strategy = make_strategy(s.sampler, enum, s.seed, storage)
+    strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs
+                         if strategy.contains(r.config) and not strategy.proposed[strategy.row(r.config)]])
+    if recs:
+        ctx.console.print(f"resuming: {len(recs)} variants already evaluated, none will be measured again")
+    banked = _bank_hit(ctx, enum) if not recs else None
+    if banked is not None:
+        ctx.store.set_meta("bank_hit", banked)
+
+    batch = s.batch or (executor.build_workers or 1) + 1
+    in_flight: dict[str, dict[str, Any]] = {}
+    started = time.monotonic()
+    trial = len(recs)
+    from forge.report.progress import SearchProgress
+
+    with SearchProgress(ctx.console, total=1 if banked is not None else s.trials, done=ctx.evaluated) as progress:
+        def stop_reason() -> str | None:
+            if banked is not None:
+                return "bank hit" if ctx.evaluated >= 1 else None
+            if ctx.evaluated >= s.trials:
+                return "trials"
+            if s.time_budget and time.monotonic() - started >= s.time_budget:
+                return "time budget"
+            if s.patience and ctx.since_improvement >= s.patience and ctx.best is not None:
+                return "patience"
+            return None
+
+        exhausted = False
+        while True:
+            reason = stop_reason()
+            room = min(batch, (1 if banked is not None else s.trials) - ctx.evaluated) - len(in_flight)
+            if reason is None and room > 0 and not exhausted:
+                configs = [banked] if banked is not None and trial == 0 else strategy.ask(room)
+                if not configs:
+                    exhausted = True
+                for cfg in configs:
+                    v = Variant(ctx.problem, ctx.backend.target.name, cfg)
+                    if v.key() in known:  # measured before (resume): tell, never re-measure
+                        r = known[v.key()]
+                        strategy.tell(cfg, r.median if r.status == "ok" else None)
+                        continue
+                    executor.submit(Job(v, input_seed(v, s.seed, "search"), s.reps, s.warmup, s.timeout,
+                                        "search", trial))
+                    in_flight[v.key()] = cfg
+                    trial += 1
+            if not in_flight:
+                break
+            outcome = executor.next_result(timeout=1.0)
+            if outcome is None:
+                progress.refresh(ctx)
+                continue
+            rec = outcome_record(ctx, outcome)
+            ctx.store.add(rec)
+            known[rec.variant_key] = rec
+            cfg = in_flight.pop(rec.variant_key)
+            strategy.tell(cfg, rec.median if rec.status == "ok" else None)
+            _note_result(ctx, rec)
+            progress.update(ctx, rec)
+        final_reason = stop_reason() or ("space exhausted" if exhausted else "done")
+    ctx.console.print(f"search stopped ({final_reason}) after {ctx.evaluated} variants")
+
+
+def _final(ctx: Context, executor) -> None:
+    """Re-measure the top candidates with more repetitions (ties are judged on these)."""
+    s = ctx.settings
+    if s.top_k == 0 or ctx.store.records(phase="final"):
+        return
+    ok = [r for r in ctx.store.records(phase="search") if r.status == "ok" and r.median is not None]
+    if not ok or not ok[0].time_kind == "measured":
+        return
+    top = sorted(ok, key=lambda r: r.median)[: s.top_k]
+    ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions…")
+    for r in top:
+        v = Variant(ctx.problem, ctx.backend.target.name, r.config)
+        executor.submit(Job(v, input_seed(v, s.seed, "final"), s.final_reps, s.warmup, s.timeout * 3, "final", r.trial))
+    for outcome in executor.results():
+        ctx.store.add(outcome_record(ctx, outcome))
+
+
+def _offer_to_bank(ctx: Context) -> None:
+    if not ctx.settings.bank:
+        return
+    try:
+        from forge.bank import bank_offer
+    except ImportError:
+        return
+    recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
+    if recs:
+        counts = bank_offer(recs)
+        ctx.console.print(f"tuning bank: {counts}")
