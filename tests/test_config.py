@@ -1,0 +1,76 @@
+"""YAML configs and CLI input: a wrong field or value is named, with what is allowed, exit code 2."""
+import subprocess
+import sys
+
+import pytest
+from typer.testing import CliRunner
+
+from forge.cli import app, parse_pairs
+from forge.config import load_config
+from forge.errors import ForgeInputError
+
+
+def write(tmp_path, text):
+    f = tmp_path / "c.yaml"
+    f.write_text(text)
+    return f
+
+
+def test_config_expands_shapes_into_settings(tmp_path):
+    cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}, {M: 2, N: 2}]\ntrials: 5\nout: r\n"))
+    s = cfg.settings()
+    assert [x.shape for x in s] == [{"M": 4, "N": 8}, {"M": 2, "N": 2}]
+    assert s[0].trials == 5 and str(s[1].out) == "r/shape1"
+
+
+@pytest.mark.parametrize("text,field", [
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\nexecutor: slurm\n", "executor"),
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\ntrails: 5\n", "trails"),
+    ("op: softmax\nshapes: []\n", "shapes"),
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\ntrials: 0\n", "trials"),
+    ("shapes: [{M: 4, N: 8}]\n", "op"),
+])
+def test_bad_fields_are_named(tmp_path, text, field):
+    with pytest.raises(ForgeInputError) as exc:
+        load_config(write(tmp_path, text))
+    assert exc.value.field == f"c.yaml: {field}"
+
+
+def test_unknown_field_lists_allowed_ones(tmp_path):
+    with pytest.raises(ForgeInputError, match="allowed: .*trials"):
+        load_config(write(tmp_path, "op: softmax\nshapes: [{M: 1, N: 1}]\ntrails: 1\n"))
+
+
+def test_cli_flags_override_the_file(tmp_path):
+    cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\ntrials: 5\n"), {"trials": 9, "seed": None})
+    assert cfg.trials == 9 and cfg.seed == 0
+
+
+def test_parse_pairs():
+    assert parse_pairs("B=1,H=8", "--shape", ints=True) == {"B": 1, "H": 8}
+    assert parse_pairs("block_q=32|64,order=qk,causal=true", "--space") == {
+        "block_q": [32, 64], "order": "qk", "causal": True}
+    with pytest.raises(ForgeInputError, match="--shape S"):
+        parse_pairs("S=abc", "--shape", ints=True)
+
+
+@pytest.mark.parametrize("args,needle", [
+    (["tune", "--op", "attention", "--shape", "B=1,Hq=6,Hkv=4,S=8,D=8"], "shape.Hkv"),
+    (["tune", "--op", "nope", "--shape", "M=1"], "unknown operator 'nope'"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--target", "tpu9"], "unknown target 'tpu9'"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--executor", "slurm"], "executor"),
+    (["tune", "--op", "softmax"], "--shape"),
+    (["report", "/nonexistent/run"], "not a forge run folder"),
+])
+def test_cli_errors_exit_2_and_name_the_field(args, needle):
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2, proc.stderr
+    assert needle in proc.stderr
+    assert "Traceback" not in proc.stderr
+
+
+def test_ops_and_targets_list():
+    r = CliRunner().invoke(app, ["ops"])
+    assert r.exit_code == 0 and "attention" in r.output and "rmsnorm" in r.output
+    r = CliRunner().invoke(app, ["targets"])
+    assert r.exit_code == 0 and "cpu" in r.output

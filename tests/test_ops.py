@@ -1,0 +1,118 @@
+"""Operators: float64 references agree with independent formulas; bad shapes name the dimension."""
+import numpy as np
+import pytest
+
+from forge.errors import ForgeInputError
+from forge.ops import get_op
+from forge.ops.attention import causal_pairs
+
+
+def naive_attention(q, k, v, causal, scale):
+    q, k, v = (t.astype(np.float64) for t in (q, k, v))
+    B, Hq, Sq, D = q.shape
+    Hkv, Skv = k.shape[1], k.shape[2]
+    out = np.zeros((B, Hq, Sq, D))
+    for b in range(B):
+        for h in range(Hq):
+            kh = h // (Hq // Hkv)
+            for i in range(Sq):
+                s = [float(q[b, h, i] @ k[b, kh, j]) * scale for j in range(Skv)]
+                if causal:
+                    s = [x if j <= i + Skv - Sq else -np.inf for j, x in enumerate(s)]
+                w = np.exp(np.array(s) - max(s))
+                out[b, h, i] = (w / w.sum()) @ v[b, kh].astype(np.float64)
+    return out
+
+
+@pytest.mark.parametrize("causal", [False, True])
+@pytest.mark.parametrize("shape", [dict(B=1, Hq=4, Hkv=1, Sq=5, Skv=9, D=4), dict(B=2, H=2, S=6, D=8)])
+def test_attention_reference(shape, causal):
+    op = get_op("attention")
+    p = op.problem(shape, "float32", {"causal": causal})
+    x = op.make_inputs(p, 3)
+    want = naive_attention(x["q"], x["k"], x["v"], causal, 1 / np.sqrt(p.shape["D"]))
+    np.testing.assert_allclose(op.reference(p, x), want, rtol=1e-10, atol=1e-12)
+
+
+def test_attention_flops_halve_with_causal_mask():
+    op = get_op("attention")
+    full = op.flops(op.problem(dict(B=1, H=1, S=1024, D=64)))
+    causal = op.flops(op.problem(dict(B=1, H=1, S=1024, D=64), attrs={"causal": True}))
+    assert causal == full * causal_pairs(1024, 1024) / 1024**2
+    assert causal_pairs(4, 4) == 10 and causal_pairs(2, 4) == 3 + 4
+
+
+def test_rmsnorm_and_softmax_and_matmul_references():
+    rms, sm, mm = get_op("rmsnorm"), get_op("softmax"), get_op("matmul")
+    p = rms.problem({"M": 3, "N": 16}, attrs={"residual": True, "eps": 1e-5})
+    x = rms.make_inputs(p, 1)
+    h = x["x"].astype(np.float64) + x["residual"]
+    want = h / np.sqrt((h**2).mean(1, keepdims=True) + 1e-5) * x["weight"]
+    np.testing.assert_allclose(rms.reference(p, x), want, rtol=1e-12)
+    p = sm.problem({"M": 4, "N": 33})
+    x = sm.make_inputs(p, 2)
+    np.testing.assert_allclose(sm.reference(p, x).sum(1), 1.0)
+    p = mm.problem({"M": 5, "N": 7, "K": 3}, attrs={"transpose_b": True})
+    x = mm.make_inputs(p, 4)
+    np.testing.assert_allclose(mm.reference(p, x), x["a"].astype(np.float64) @ x["b"].T.astype(np.float64))
+
+
+@pytest.mark.parametrize("name", ["attention", "rmsnorm", "softmax", "matmul"])
+@pytest.mark.parametrize("dtype", ["float32", "float16", "bfloat16"])
+def test_inputs_seeded_nonzero_and_exact_in_dtype(name, dtype):
+    op = get_op(name)
+    shape = {"attention": dict(B=1, H=2, S=8, D=8), "matmul": dict(M=8, N=8, K=8)}.get(name, dict(M=8, N=8))
+    p = op.problem(shape, dtype)
+    a, b = op.make_inputs(p, 7), op.make_inputs(p, 7)
+    for k in a:
+        assert np.array_equal(a[k], b[k])
+        assert np.count_nonzero(a[k]) == a[k].size
+        if dtype == "float16":
+            assert np.array_equal(a[k].astype(np.float16).astype(np.float32), a[k])
+    assert not np.array_equal(op.make_inputs(p, 8)[next(iter(a))], a[next(iter(a))])
+
+
+def test_check_flags_nan_and_wrong_values():
+    op = get_op("softmax")
+    p = op.problem({"M": 4, "N": 8})
+    x = op.make_inputs(p, 0)
+    ref = op.reference(p, x)
+    assert op.check(p, x, ref).ok
+    bad = ref.copy(); bad[1, 2] = np.nan
+    m = op.check(p, x, bad)
+    assert not m.ok and m.nan_count == 1 and "non-finite" in m.reason
+    bad = ref.copy(); bad[3, 1] += 1e-2
+    m = op.check(p, x, bad)
+    assert not m.ok and "row 3 col 1" in m.reason
+
+
+def test_check_samples_rows_of_large_outputs_but_scans_all_for_nan():
+    op = get_op("softmax")
+    p = op.problem({"M": 20000, "N": 4})
+    x = op.make_inputs(p, 0)
+    ref = op.reference(p, x)
+    m = op.check(p, x, ref)
+    assert m.ok and m.checked == op.full_check_rows * 4
+    ref[19999, 0] = np.nan
+    assert op.check(p, x, ref).nan_count == 1
+
+
+@pytest.mark.parametrize("shape,attrs,field", [
+    (dict(B=1, Hq=6, Hkv=4, S=8, D=8), {}, "shape.Hkv"),
+    (dict(B=1, H=2, S=0, D=8), {}, "shape.Sq"),
+    (dict(B=1, H=2, S=8), {}, "shape.D"),
+    (dict(B=1, H=2, S=8, D=8, X=1), {}, "shape.X"),
+    (dict(B=1, H=2, S=8, D=8), {"causal": "yes"}, "attrs.causal"),
+    (dict(B=1, H=2, S=8, D=8), {"window": 3}, "attrs.window"),
+])
+def test_bad_attention_shapes_name_the_field(shape, attrs, field):
+    with pytest.raises(ForgeInputError) as exc:
+        get_op("attention").problem(shape, "float32", attrs)
+    assert exc.value.field == field
+
+
+def test_unknown_op_and_dtype():
+    with pytest.raises(ForgeInputError, match="allowed: attention"):
+        get_op("flash")
+    with pytest.raises(ForgeInputError, match="dtype"):
+        get_op("softmax").problem({"M": 1, "N": 1}, "int4")
