@@ -1,0 +1,118 @@
+"""CpuBackend: generated C/OpenMP kernels, built with the system compiler, measured in a subprocess.
+
+This is forge's always-available, measured target: `run` times real executions
+(time_kind="measured"); `model` is a roofline estimate that callers label modeled.
+"""
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+from typing import Any
+
+from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
+from forge.backends.cpu import hwinfo
+from forge.backends.cpu.build import build_source, compiler_version
+from forge.backends.cpu.runner import run_executable
+from forge.backends.cpu.vendor import measure_vendor
+from forge.errors import ForgeInputError
+from forge.generators import c as cgen
+from forge.ops import get_op
+from forge.problem import Problem
+from forge.space import Space
+from forge.targets import Target
+from forge.variant import Variant
+
+MEASURE_MODES = ("auto", "model", "device")
+
+
+class CpuBackend(Backend):
+    kind = "cpu"
+
+    def __init__(self, target: Target, measure: str = "auto", **_: Any):
+        super().__init__(target)
+        if measure not in MEASURE_MODES:
+            raise ForgeInputError("measure", f"{measure!r} not allowed; allowed: {', '.join(MEASURE_MODES)}")
+        self.measure = measure
+        self.compiler: str = target.details.get("compiler", "cc")
+        self.flags: list[str] = list(target.details.get("flags", ["-O3"]))
+
+    # -- space ------------------------------------------------------------------------------
+    def space(self, problem: Problem) -> Space:
+        return cgen.cpu_space(problem, self.target)
+
+    def supports(self, problem: Problem) -> str | None:
+        if problem.op not in cgen.spaces.SPACES:
+            return f"no CPU generator for {problem.op!r} (have: {', '.join(cgen.spaces.SPACES)})"
+        return None
+
+    def resources(self, variant: Variant) -> dict[str, Any]:
+        p, c = variant.problem, variant.config
+        if p.op == "attention":
+            floats = cgen.spaces.attention_scratch_floats(p, c)
+        elif p.op == "matmul":
+            floats = cgen.spaces.matmul_scratch_floats(c)
+        else:
+            return {"threads": c.get("threads")}
+        return {"scratch_bytes_per_thread": int(sum(int(v) for v in floats.values()) * cgen.FLOAT),
+                "l2_bytes": hwinfo.cache_bytes(self.target, 2), "threads": c.get("threads")}
+
+    # -- code -------------------------------------------------------------------------------
+    def _source(self, problem: Problem, kernel: str) -> Source:
+        return Source({"kernel.c": kernel, "harness.c": cgen.harness(problem)}, "kernel.c", "c")
+
+    def generate(self, variant: Variant) -> Source:
+        return self._source(variant.problem, cgen.generate(variant.problem, variant.config, self.target))
+
+    def build(self, variant: Variant, cache_dir: Path) -> Artifact:
+        return build_source(self.generate(variant), variant.key(), Path(cache_dir), self.compiler, self.flags)
+
+    def _flush_bytes(self) -> int:
+        return 2 * hwinfo.cache_bytes(self.target, 3)
+
+    def run(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,
+            timeout: float) -> Measurement:
+        if not artifact.ok:
+            return Measurement("compile_error", artifact.error)
+        m = run_executable(artifact.path, variant.problem, seed=seed, warmup=warmup, reps=reps,
+                           timeout=timeout, flush_bytes=self._flush_bytes())
+        m.extra.setdefault("threads", variant.config.get("threads"))
+        return m
+
+    def model(self, variant: Variant) -> float:
+        """Roofline: FLOPs at the peak share of the threads and vector width used, or compulsory bytes."""
+        p, c = variant.problem, variant.config
+        op = get_op(p.op)
+        share = min(1.0, c.get("threads", 1) / hwinfo.cores(self.target))
+        lanes = self.target.details.get("simd_lanes_fp32", 16)
+        share *= min(1.0, c.get("vec", lanes) / lanes)
+        compute = op.flops(p) / (self.target.peak("float32") * share) if self.target.peak("float32") else 0.0
+        memory = op.min_bytes(p) / self.target.memory_bandwidth if self.target.memory_bandwidth else 0.0
+        return max(compute, memory)
+
+    # -- baselines --------------------------------------------------------------------------
+    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
+                  warmup: int = 2) -> list[Baseline]:
+        threads = hwinfo.cores(self.target)
+        src = self._source(problem, cgen.generate_unfused(problem, threads))
+        art = build_source(src, f"unfused:{problem.digest()}", Path(cache_dir), self.compiler, self.flags)
+        if art.ok:
+            m = run_executable(art.path, problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout,
+                               flush_bytes=self._flush_bytes())
+        else:
+            m = Measurement("compile_error", art.error)
+        m.extra.update({"threads": threads, "steps": get_op(problem.op).unfused_steps(problem),
+                        "source_hash": art.source_hash})
+        out = [Baseline("unfused", cgen.unfused_label(problem), m)]
+        vendor = measure_vendor(problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout, threads=threads,
+                                flush_bytes=self._flush_bytes())
+        if vendor is not None:
+            out.append(vendor)
+        return out
+
+    def measure_available(self) -> tuple[bool, str]:
+        if shutil.which(self.compiler) is None:
+            return False, f"C compiler {self.compiler!r} not found on PATH"
+        return True, ""
+
+    def toolchain(self) -> str:
+        return f"{compiler_version(self.compiler)} {' '.join(self.flags)}"

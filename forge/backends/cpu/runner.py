@@ -1,0 +1,75 @@
+"""Run a built kernel in its own process group with a timeout, check its output, read timings.
+
+Fresh inputs come from the operator's seeded maker; the harness poisons the output with NaN, so
+anything the kernel fails to write shows up in the check. A signal becomes `runtime_error` with
+the signal's name, the timeout kills the whole process group.
+"""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import tempfile
+from pathlib import Path
+
+import numpy as np
+
+from forge.backends.base import Measurement
+from forge.ops import get_op
+from forge.problem import Problem
+
+
+def _signal_name(num: int) -> str:
+    try:
+        return signal.Signals(num).name
+    except ValueError:
+        return f"signal {num}"
+
+
+def write_inputs(problem: Problem, seed: int, path: Path) -> dict[str, np.ndarray]:
+    op = get_op(problem.op)
+    inputs = op.make_inputs(problem, seed)
+    with open(path, "wb") as f:
+        for spec in op.inputs(problem):
+            f.write(np.ascontiguousarray(inputs[spec.name], dtype=np.float32).tobytes())
+    return inputs
+
+
+def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: int, timeout: float,
+                   flush_bytes: int) -> Measurement:
+    op = get_op(problem.op)
+    with tempfile.TemporaryDirectory(prefix="forge-run-") as d:
+        in_path, out_path = Path(d) / "inputs.bin", Path(d) / "output.bin"
+        inputs = write_inputs(problem, seed, in_path)
+        cmd = [exe, str(in_path), str(out_path), str(warmup), str(reps), str(flush_bytes)]
+        try:
+            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+                                    start_new_session=True)
+        except OSError as exc:
+            return Measurement("runtime_error", f"could not start {exe}: {exc}")
+        try:
+            stdout, stderr = proc.communicate(timeout=timeout)
+        except subprocess.TimeoutExpired:
+            os.killpg(proc.pid, signal.SIGKILL)
+            proc.communicate()
+            return Measurement("timeout", f"no result within {timeout:g} s; process group killed")
+        if proc.returncode < 0:
+            name = _signal_name(-proc.returncode)
+            return Measurement("runtime_error", f"killed by {name}" + (f": {stderr.strip()[-300:]}" if stderr.strip() else ""))
+        if proc.returncode != 0:
+            return Measurement("runtime_error", f"exit code {proc.returncode}: {stderr.strip()[-500:]}")
+        spec = op.output(problem)
+        expected = int(np.prod(spec.shape))
+        raw = np.fromfile(out_path, dtype=np.float32) if out_path.exists() else np.zeros(0, np.float32)
+        if raw.size != expected:
+            return Measurement("runtime_error", f"output has {raw.size} values, expected {expected}")
+        metrics = op.check(problem, inputs, raw.reshape(spec.shape), seed=seed)
+        if not metrics.ok:
+            return Measurement("incorrect", metrics.reason, errors=metrics.as_dict())
+        try:
+            timings = [float(t) for t in json.loads(stdout.strip().splitlines()[-1])["timings"]]
+        except (ValueError, KeyError, IndexError) as exc:
+            return Measurement("runtime_error", f"unreadable timing line ({exc}): {stdout[-200:]!r}")
+        return Measurement("ok", timings=timings, errors=metrics.as_dict(), time_kind="measured",
+                           extra={"median_s": float(np.median(timings)) if timings else None})

@@ -1,0 +1,132 @@
+"""The vendor baseline on CPU: PyTorch's own kernels, timed like our kernels, in a subprocess.
+
+Run as `python -m forge.backends.cpu.vendor` with a JSON request on stdin; prints one JSON line.
+The subprocess keeps torch (and its thread pool) out of the tuner's process and lets a hang be
+killed. Correctness is checked with the operator's float64 reference as for every variant.
+"""
+from __future__ import annotations
+
+import importlib.util
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+from forge.backends.base import Baseline, Measurement
+from forge.problem import Problem
+
+LABELS = {
+    "attention": "torch.nn.functional.scaled_dot_product_attention",
+    "rmsnorm": "torch.nn.functional.rms_norm",
+    "softmax": "torch.softmax",
+    "matmul": "torch.matmul",
+}
+
+
+def measure_vendor(problem: Problem, *, seed: int, warmup: int, reps: int, timeout: float, threads: int,
+                   flush_bytes: int) -> Baseline | None:
+    """torch timing of the same problem, or None when torch is not installed."""
+    if importlib.util.find_spec("torch") is None or problem.op not in LABELS:
+        return None
+    req = {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs,
+           "seed": seed, "warmup": warmup, "reps": reps, "threads": threads, "flush_bytes": flush_bytes}
+    env = dict(os.environ)
+    root = str(Path(__file__).resolve().parents[3])
+    env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    label = LABELS[problem.op]
+    proc = subprocess.Popen([sys.executable, "-m", "forge.backends.cpu.vendor"], stdin=subprocess.PIPE,
+                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
+                            start_new_session=True)
+    try:
+        out, err = proc.communicate(json.dumps(req), timeout=timeout + 60)  # + torch import time
+    except subprocess.TimeoutExpired:
+        os.killpg(proc.pid, signal.SIGKILL)
+        proc.communicate()
+        return Baseline("vendor", label, Measurement("timeout", f"torch did not finish within {timeout + 60:g} s"))
+    if proc.returncode != 0:
+        return Baseline("vendor", label, Measurement("runtime_error", f"exit {proc.returncode}: {err.strip()[-500:]}"))
+    res = json.loads(out.strip().splitlines()[-1])
+    m = Measurement(res["status"], res.get("reason", ""), res.get("timings", []), res.get("errors", {}),
+                    extra={"threads": threads, "torch": res.get("torch", "")})
+    return Baseline("vendor", res.get("label", label), m)
+
+
+def _torch_call(problem: Problem, t: dict[str, Any]):  # noqa: ANN202 - returns a closure over torch tensors
+    import torch
+    import torch.nn.functional as F
+
+    p, a = problem, problem.attrs
+    if p.op == "attention":
+        from forge.ops.attention import Attention
+
+        q, k, v = t["q"], t["k"], t["v"]
+        scale = Attention.scale(p)
+        sq, skv = p.shape["Sq"], p.shape["Skv"]
+        mask, is_causal = None, False
+        if a.get("causal"):
+            if sq == skv:
+                is_causal = True
+            else:  # torch's is_causal is top-left aligned; ours is bottom-right
+                mask = torch.ones(sq, skv, dtype=torch.bool).tril(diagonal=skv - sq)
+        if p.shape["Hq"] != p.shape["Hkv"]:
+            try:
+                F.scaled_dot_product_attention(q[:, :, :1], k, v, scale=scale, enable_gqa=True)
+                return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal,
+                                                              scale=scale, enable_gqa=True)
+            except TypeError:  # torch without enable_gqa: expand the kv heads
+                g = p.shape["Hq"] // p.shape["Hkv"]
+                return lambda: F.scaled_dot_product_attention(q, k.repeat_interleave(g, 1), v.repeat_interleave(g, 1),
+                                                              attn_mask=mask, is_causal=is_causal, scale=scale)
+        return lambda: F.scaled_dot_product_attention(q, k, v, attn_mask=mask, is_causal=is_causal, scale=scale)
+    if p.op == "rmsnorm":
+        n = (p.shape["N"],)
+        eps = float(a["eps"])
+        if a.get("residual"):
+            return lambda: F.rms_norm(t["x"] + t["residual"], n, t["weight"], eps)
+        return lambda: F.rms_norm(t["x"], n, t["weight"], eps)
+    if p.op == "softmax":
+        return lambda: torch.softmax(t["x"], -1)
+    b = t["b"].T if a.get("transpose_b") else t["b"]
+    return lambda: torch.matmul(t["a"], b)
+
+
+def _main() -> None:
+    import numpy as np
+    import torch
+
+    from forge.ops import get_op
+
+    req = json.loads(sys.stdin.read())
+    problem = Problem(req["op"], req["shape"], req["dtype"], req["attrs"])
+    op = get_op(problem.op)
+    torch.set_num_threads(int(req["threads"]))
+    inputs = op.make_inputs(problem, int(req["seed"]))
+    tensors = {k: torch.from_numpy(v) for k, v in inputs.items()}
+    fn = _torch_call(problem, tensors)
+    with torch.inference_mode():
+        out = fn().numpy()
+        metrics = op.check(problem, inputs, out, seed=int(req["seed"]))
+        res: dict[str, Any] = {"label": f"{LABELS[problem.op]} (torch {torch.__version__})",
+                               "torch": torch.__version__, "errors": metrics.as_dict()}
+        if not metrics.ok:
+            res.update(status="incorrect", reason=metrics.reason)
+        else:
+            flush = np.zeros(int(req["flush_bytes"]) // 4 + 16, dtype=np.float32)
+            for _ in range(int(req["warmup"])):
+                fn()
+            timings = []
+            for _ in range(int(req["reps"])):
+                flush[::16] += 1.0                       # evict the caches, untimed
+                t0 = time.perf_counter()
+                fn()
+                timings.append(time.perf_counter() - t0)
+            res.update(status="ok", timings=timings)
+    print(json.dumps(res))
+
+
+if __name__ == "__main__":
+    _main()

@@ -1,0 +1,119 @@
+"""C generators for the CPU backend: one Jinja2 template per kernel, config printed at the top.
+
+`generate(problem, config, target)` gives the fused kernel file, `generate_unfused(problem)` the
+baseline sequence, `harness(problem)` the timing `main`. Everything tile-dependent (scratch
+layout, register-tile unrolling, tails) is derived here from the config, never searched.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from forge.generators.c.spaces import (FLOAT, attention_group, attention_scratch_floats, cpu_space,
+                                       matmul_scratch_floats, padded_dp, space_data)
+from forge.ops import get_op
+from forge.ops.attention import Attention
+from forge.problem import Problem
+from forge.targets import Target
+
+TEMPLATES = Path(__file__).with_name("templates")
+ALIGN_FLOATS = 16  # 64-byte alignment of every scratch buffer
+
+
+@lru_cache(maxsize=1)
+def _env() -> jinja2.Environment:
+    return jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                              trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+
+def render(template: str, **ctx: Any) -> str:
+    return _env().get_template(template).render(**ctx)
+
+
+def scratch_layout(sizes: dict[str, int]) -> tuple[dict[str, tuple[int, int]], int]:
+    """Offsets (64-byte aligned) of named per-thread buffers; returns (name -> (offset, size), total)."""
+    out, off = {}, 0
+    for name, size in sizes.items():
+        out[name] = (off, int(size))
+        off += -(-int(size) // ALIGN_FLOATS) * ALIGN_FLOATS
+    return out, off
+
+
+def _split_chunks(n_vec: int, per_step: int) -> list[tuple[int, int]]:
+    """Head-dim vectors [0, n_vec) in chunks of at most per_step: (first vector, count)."""
+    return [(v0, min(per_step, n_vec - v0)) for v0 in range(0, n_vec, per_step)]
+
+
+def _c_float(x: float) -> str:
+    return repr(float(x))
+
+
+def _attention(p: Problem, cfg: dict[str, Any]) -> str:
+    s = p.shape
+    group = attention_group(p)
+    G = group if cfg["order"] == "group" else 1
+    vec = cfg["vec"]
+    dp = int(padded_dp(s["D"], vec))
+    sizes = {k: int(np.asarray(v)) for k, v in attention_scratch_floats(p, cfg).items() if k != "m/l/alpha"}
+    sizes.update({"m": G * cfg["block_q"], "l": G * cfg["block_q"], "alpha": G * cfg["block_q"]})
+    layout, total = scratch_layout(sizes)
+    # PV register tile: mr rows x up to (max_accumulators // mr) head-dim vectors per pass
+    per_step = max(1, space_data()["max_accumulators"] // cfg["mr"])
+    return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HT=s["Hq"] // G, DP=dp,
+                  scratch=layout, scratch_total=total, pv_chunks=_split_chunks(dp // vec, per_step),
+                  causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), **s, **cfg)
+
+
+def _rows(p: Problem, cfg: dict[str, Any], template: str) -> str:
+    return render(template, problem_text=p.short(), config=cfg, M=p.shape["M"], N=p.shape["N"],
+                  residual=bool(p.attrs.get("residual")), eps=_c_float(p.attrs.get("eps", 0.0)), **cfg)
+
+
+def _matmul(p: Problem, cfg: dict[str, Any]) -> str:
+    sizes = {k: int(v) for k, v in matmul_scratch_floats(cfg).items()}
+    layout, total = scratch_layout({"A": sizes["A panel"], "B": sizes["B panel"]})
+    return render("matmul.c.j2", problem_text=p.short(), config=cfg, scratch=layout, scratch_total=total,
+                  transpose_b=bool(p.attrs.get("transpose_b")), **p.shape, **cfg)
+
+
+def generate(p: Problem, config: dict[str, Any], target: Target) -> str:
+    """The fused kernel for a config (the caller has checked it against `cpu_space`)."""
+    cpu_space(p, target)  # unknown op -> ForgeInputError
+    cfg = dict(config)
+    if p.op == "attention":
+        return _attention(p, cfg)
+    if p.op == "matmul":
+        return _matmul(p, cfg)
+    return _rows(p, cfg, f"{p.op}.c.j2")
+
+
+def unfused_label(p: Problem) -> str:
+    if p.op == "matmul":
+        return "plain blocked loop nest (matmul has no unfused form)"
+    return f"unfused C sequence ({len(get_op(p.op).unfused_steps(p))} steps as separate OpenMP kernels)"
+
+
+def generate_unfused(p: Problem, threads: int) -> str:
+    """The small-operator sequence a network runs without the fused kernel (same compiler, flags)."""
+    s = p.shape
+    ctx: dict[str, Any] = dict(problem_text=p.short(), threads=threads, vec=space_data()["unfused_vec"])
+    if p.op == "attention":
+        ctx.update(causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), **s)
+    elif p.op == "matmul":
+        ctx.update(transpose_b=bool(p.attrs.get("transpose_b")), **s)
+    else:
+        ctx.update(residual=bool(p.attrs.get("residual")), eps=_c_float(p.attrs.get("eps", 0.0)), **s)
+    return render(f"unfused_{p.op}.c.j2", steps=get_op(p.op).unfused_steps(p), **ctx)
+
+
+def harness(p: Problem) -> str:
+    op = get_op(p.op)
+    in_floats = [int(np.prod(t.shape)) for t in op.inputs(p)]
+    return render("harness.c.j2", in_floats=in_floats, out_floats=int(np.prod(op.output(p).shape)))
+
+
+__all__ = ["FLOAT", "cpu_space", "generate", "generate_unfused", "harness", "render", "unfused_label"]

@@ -1,0 +1,178 @@
+"""Search spaces of the CPU C kernels: value lists from spaces.yaml, constraints written once.
+
+Every constraint is a numpy expression of the parameter columns, so the same line checks one
+config (scalars), enumerates the Cartesian product (arrays) and explains a rejection with numbers.
+A dimension is "padded" to a multiple of the smallest block the space offers for it: a block may
+not exceed the padded dimension (a larger block would only compute padding).
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+import yaml
+
+from forge.backends.cpu.hwinfo import cache_bytes, cores
+from forge.errors import ForgeInputError
+from forge.problem import Problem
+from forge.space import Constraint, Param, Space, choice, limit
+from forge.targets import Target
+
+_DATA = Path(__file__).with_name("spaces.yaml")
+FLOAT = 4  # bytes; every CPU kernel computes in fp32 (inputs are exchanged as float32)
+
+
+@lru_cache(maxsize=1)
+def space_data() -> dict[str, Any]:
+    return yaml.safe_load(_DATA.read_text())
+
+
+def roundup(x: Any, m: Any) -> Any:
+    return -(-x // m) * m
+
+
+def padded_dp(d: int, vec: Any) -> Any:
+    """Head dim / row length rounded up to whole vectors (the packed buffers' row length)."""
+    return roundup(d, vec)
+
+
+def _ordered(name: str, values: list[Any], doc: str = "") -> Param:
+    return Param(name, tuple(values), True, doc)
+
+
+def _common_params(data: dict[str, Any]) -> list[Param]:
+    return [_ordered("threads", data["threads"], "OpenMP threads"),
+            choice("schedule", data["schedules"], doc="OpenMP loop schedule")]
+
+
+def _threads_rule(target: Target) -> Constraint:
+    n = cores(target)
+    return limit("threads", lambda c: c["threads"], n, "threads",
+                 parts=lambda c: f"{n} cores on {target.name}")
+
+
+def _block_rule(param: str, dim_name: str, dim: int, smallest: int) -> Constraint:
+    cap = roundup(dim, smallest)
+    return limit(f"{param}<=padded {dim_name}", lambda c: c[param], cap,
+                 parts=lambda c: f"{dim_name}={dim} padded to a multiple of {smallest}")
+
+
+def _divides(name: str, outer: str, inner: Callable[[Any], Any], inner_text: str) -> Constraint:
+    return Constraint(name, lambda c: c[outer] % inner(c) == 0,
+                      lambda c: f"{outer}={c[outer]} is not a multiple of {inner_text}={inner(c)}")
+
+
+def _l2_budget(target: Target) -> float:
+    return space_data()["l2_fraction"] * cache_bytes(target, 2)
+
+
+def _kib_parts(terms: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], str]:
+    return lambda c: " + ".join(f"{k} {float(v) * FLOAT / 1024:g} KiB" for k, v in terms(c).items())
+
+
+# --------------------------------------------------------------------------------------------
+def attention_group(p: Problem) -> int:
+    return p.shape["Hq"] // p.shape["Hkv"]
+
+
+def attention_scratch_floats(p: Problem, c: Any) -> dict[str, Any]:
+    """Per-thread working set of the fused attention kernel, in floats, by buffer."""
+    D = p.shape["D"]
+    g = np.where(c["order"] == "group", attention_group(p), 1)
+    dp = padded_dp(D, c["vec"])
+    bq, bkv = c["block_q"], c["block_kv"]
+    return {"Q": g * bq * dp, "O": g * bq * dp, "S": bq * bkv, "Kt": dp * bkv, "V": bkv * dp,
+            "m/l/alpha": 3 * g * bq}
+
+
+def attention_space(p: Problem, target: Target) -> Space:
+    d = space_data()
+    a = d["attention"]
+    orders = a["order"] if attention_group(p) > 1 else ["head"]  # MHA: both orders are one kernel
+    params = [_ordered("block_q", a["block_q"], "query rows per block"),
+              _ordered("block_kv", a["block_kv"], "keys per block (online softmax step)"),
+              _ordered("vec", a["vec"], "floats per SIMD vector"),
+              _ordered("mr", a["mr"], "query rows per micro-kernel step"),
+              _ordered("nv", a["nv"], "vectors along kv per micro-kernel step"),
+              choice("order", orders, doc="head: one head per task; group: a GQA group per task")]
+    params += _common_params(d)
+    usage = lambda c: sum(attention_scratch_floats(p, c).values()) * FLOAT  # noqa: E731
+    rules = [
+        _block_rule("block_q", "Sq", p.shape["Sq"], min(a["block_q"])),
+        _block_rule("block_kv", "Skv", p.shape["Skv"], min(a["block_kv"])),
+        _divides("mr divides block_q", "block_q", lambda c: c["mr"], "mr"),
+        _divides("kv micro-tile divides block_kv", "block_kv", lambda c: c["nv"] * c["vec"], "nv*vec"),
+        limit("accumulators", lambda c: c["mr"] * c["nv"], d["max_accumulators"], "vectors",
+              parts=lambda c: f"mr={c['mr']} x nv={c['nv']}"),
+        limit("L2 working set", usage, _l2_budget(target), "KiB",
+              parts=_kib_parts(lambda c: attention_scratch_floats(p, c)), scale=1024),
+        _threads_rule(target),
+    ]
+    return Space(params, rules)
+
+
+def _row_space(p: Problem, target: Target, op: str, extra: list[Param]) -> Space:
+    d = space_data()
+    o = d[op]
+    params = extra + [_ordered("rows_per_task", o["rows_per_task"], "rows per OpenMP work item"),
+                      _ordered("vec", o["vec"], "floats per SIMD vector"),
+                      _ordered("unroll", o["unroll"], "independent vector accumulators")]
+    params += _common_params(d)
+    rules = [
+        _block_rule("rows_per_task", "M", p.shape["M"], min(o["rows_per_task"])),
+        limit("vector step<=padded N", lambda c: c["vec"] * c["unroll"], roundup(p.shape["N"], min(o["vec"])),
+              parts=lambda c: f"vec={c['vec']} x unroll={c['unroll']}, N={p.shape['N']}"),
+        _threads_rule(target),
+    ]
+    return Space(params, rules)
+
+
+def rmsnorm_space(p: Problem, target: Target) -> Space:
+    return _row_space(p, target, "rmsnorm", [])
+
+
+def softmax_space(p: Problem, target: Target) -> Space:
+    algos = space_data()["softmax"]["algo"]
+    return _row_space(p, target, "softmax",
+                      [choice("algo", algos, doc="online: running max+sum in one read; twopass: max, then exp+sum")])
+
+
+def matmul_scratch_floats(c: Any) -> dict[str, Any]:
+    """Per-thread packed panels of the matmul kernel, in floats."""
+    return {"A panel": c["mc"] * c["kc"], "B panel": c["kc"] * c["nc"]}
+
+
+def matmul_space(p: Problem, target: Target) -> Space:
+    d = space_data()
+    m = d["matmul"]
+    params = [_ordered("mc", m["mc"], "rows of A per block"), _ordered("nc", m["nc"], "columns of B per block"),
+              _ordered("kc", m["kc"], "depth per packed panel"), _ordered("mr", m["mr"], "micro-tile rows"),
+              _ordered("nv", m["nv"], "micro-tile vectors along N"), _ordered("vec", m["vec"], "floats per SIMD vector")]
+    params += _common_params(d)
+    usage = lambda c: sum(matmul_scratch_floats(c).values()) * FLOAT  # noqa: E731
+    rules = [
+        _block_rule("mc", "M", p.shape["M"], min(m["mc"])),
+        _block_rule("nc", "N", p.shape["N"], min(m["nc"])),
+        _block_rule("kc", "K", p.shape["K"], min(m["kc"])),
+        _divides("mr divides mc", "mc", lambda c: c["mr"], "mr"),
+        _divides("micro-tile divides nc", "nc", lambda c: c["nv"] * c["vec"], "nv*vec"),
+        limit("accumulators", lambda c: c["mr"] * c["nv"], d["max_accumulators"], "vectors",
+              parts=lambda c: f"mr={c['mr']} x nv={c['nv']}"),
+        limit("L2 working set", usage, _l2_budget(target), "KiB",
+              parts=_kib_parts(matmul_scratch_floats), scale=1024),
+        _threads_rule(target),
+    ]
+    return Space(params, rules)
+
+
+SPACES: dict[str, Callable[[Problem, Target], Space]] = {
+    "attention": attention_space, "rmsnorm": rmsnorm_space, "softmax": softmax_space, "matmul": matmul_space,
+}
+
+
+def cpu_space(p: Problem, target: Target) -> Space:
+    if p.op not in SPACES:
+        raise ForgeInputError("op", f"{p.op!r} has no CPU generator; allowed: {', '.join(SPACES)}")
+    return SPACES[p.op](p, target)
