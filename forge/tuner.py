@@ -147,12 +147,14 @@ def _note_result(ctx: Context, rec: Record) -> None:
         ctx.since_improvement += 1
 
 
-def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False) -> Path:
-    """Run (or continue) one tuning run; returns its folder."""
+def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
+         backend: Backend | None = None) -> Path:
+    """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
+    (tests plant faults this way)."""
     console = console or Console(stderr=True)
     problem = problem_of(settings)
     target = get_target(settings.target)
-    backend = get_backend(target, measure=settings.measure)
+    backend = backend or get_backend(target, measure=settings.measure)
     why_not = backend.supports(problem)
     if why_not:
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")

@@ -1,0 +1,71 @@
+"""One executor suite, run against the local executor and a real local Ray cluster.
+
+Every submitted variant yields exactly one outcome; a crash, a hang, a wrong result and a compile
+error become failed outcomes with their reasons, and the good variants around them still finish.
+"""
+from __future__ import annotations
+
+import pytest
+
+from forge.executor import Job, make_executor
+from forge.ops import get_op
+from forge.targets import get_target
+from forge.testing import FaultyCpuBackend
+from forge.variant import Variant
+
+PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
+
+
+@pytest.fixture(scope="module")
+def ray_cluster():
+    ray = pytest.importorskip("ray")
+    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    yield ray
+    ray.shutdown()
+
+
+@pytest.fixture(params=["local", "ray"])
+def executor_name(request):
+    if request.param == "ray":
+        request.getfixturevalue("ray_cluster")
+    return request.param
+
+
+def planted(configs):
+    faults = {"crash": configs[0], "hang": configs[1], "wrong": configs[2], "compile": configs[3]}
+    return FaultyCpuBackend(get_target("cpu"), faults=faults)
+
+
+def test_faults_become_failed_outcomes_and_the_rest_finishes(executor_name, tmp_path):
+    base = FaultyCpuBackend(get_target("cpu"), faults={})
+    configs = base.space(PROBLEM).enumerate().configs()[:6]
+    backend = planted(configs)
+    jobs = [Job(Variant(PROBLEM, "cpu", c), seed=i, reps=3, warmup=1, timeout=3.0) for i, c in enumerate(configs)]
+    ex = make_executor(executor_name, backend, tmp_path / "cache", build_workers=2)
+    try:
+        for j in jobs:
+            ex.submit(j)
+        outcomes = {o.job.variant.key(): o for o in ex.results()}
+    finally:
+        ex.close()
+    assert len(outcomes) == len(jobs)
+    status = [outcomes[j.variant.key()].measurement.status for j in jobs]
+    assert status == ["runtime_error", "timeout", "incorrect", "compile_error", "ok", "ok"]
+    assert "SIG" in outcomes[jobs[0].variant.key()].measurement.reason
+    assert "error" in outcomes[jobs[3].variant.key()].measurement.reason.lower()
+    good = outcomes[jobs[4].variant.key()].measurement
+    assert len(good.timings) == 3 and good.time_kind == "measured"
+
+
+def test_invalid_variant_never_reaches_the_compiler(executor_name, tmp_path):
+    backend = FaultyCpuBackend(get_target("cpu"), faults={})
+    sp = backend.space(PROBLEM)
+    bad = next(c for c in sp.iter_cartesian() if sp.check(c))
+    ex = make_executor(executor_name, backend, tmp_path / "cache", build_workers=1)
+    try:
+        ex.submit(Job(Variant(PROBLEM, "cpu", bad), seed=0))
+        (o,) = list(ex.results())
+    finally:
+        ex.close()
+    assert o.measurement.status == "invalid" and o.artifact is None
+    assert o.measurement.reason == "; ".join(sp.check(bad))

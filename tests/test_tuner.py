@@ -1,0 +1,115 @@
+"""End to end on the CPU target: tune, rank, re-measure, survive faults, resume after SIGKILL."""
+from __future__ import annotations
+
+import json
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from forge.config import TuneSettings
+from forge.report.leaderboard import build_leaderboard
+from forge.results import Store
+from forge.targets import get_target
+from forge.testing import FaultyCpuBackend
+from forge.tuner import problem_of, tune
+
+QUIET = Console(file=open(os.devnull, "w"))
+
+
+def settings(tmp_path: Path, **kw) -> TuneSettings:
+    base = dict(op="softmax", shape={"M": 128, "N": 256}, trials=8, reps=3, warmup=1, top_k=2,
+                final_reps=5, sampler="random", out=tmp_path / "run", bank=False, timeout=5.0)
+    base.update(kw)
+    return TuneSettings(**base)
+
+
+def test_tune_ranks_correct_variants_with_speedups(tmp_path):
+    run = tune(settings(tmp_path), console=QUIET)
+    lb = build_leaderboard(run)
+    assert lb.measured and lb.status_counts.get("ok", 0) >= 1
+    assert sum(lb.status_counts.values()) == 8
+    medians = [r.median for r in lb.rows]
+    assert medians == sorted(medians)
+    assert any(b["name"] == "unfused" and b["status"] == "ok" for b in lb.baselines)
+    assert lb.rows[0].speedup_unfused and lb.rows[0].remeasured
+    info = json.loads((run / "run.json").read_text())
+    assert info["status"] == "complete" and info["space"]["valid"] > 0
+
+
+def test_faulty_variants_are_recorded_and_never_ranked(tmp_path):
+    s = settings(tmp_path, trials=6)
+    configs = FaultyCpuBackend(get_target("cpu"), faults={}).space(problem_of(s)).enumerate().configs()[:6]
+    faults = {"crash": configs[0], "hang": configs[1], "wrong": configs[2], "compile": configs[3]}
+    run = _tune_subset(s, faults, configs)
+    lb = build_leaderboard(run)
+    assert sorted(f["status"] for f in lb.failures) == ["compile_error", "incorrect", "runtime_error", "timeout"]
+    assert sorted(json.dumps(r.config, sort_keys=True) for r in lb.rows) == sorted(
+        json.dumps(c, sort_keys=True) for c in configs[4:])
+
+
+class SubsetBackend(FaultyCpuBackend):
+    """Restricts the space to exactly `configs` (a module-level class, so workers can unpickle it)."""
+
+    def __init__(self, target, faults, configs):
+        super().__init__(target, faults=faults)
+        self.names = list(configs[0])
+        self.keep = {tuple(c[n] for n in self.names) for c in configs}
+
+    def _in_subset(self, c):
+        import numpy as np
+
+        cols = [np.atleast_1d(np.asarray(c[n], dtype=object)) for n in self.names]
+        return np.array([tuple(v) in self.keep for v in zip(*cols)])
+
+    def space(self, problem):
+        from forge.space import Constraint
+
+        sp = super().space(problem)
+        sp.constraints.append(Constraint("subset", self._in_subset))
+        return sp
+
+
+def _tune_subset(s, faults, configs):
+    return tune(s, console=QUIET, backend=SubsetBackend(get_target("cpu"), faults, configs))
+
+
+def _search_rows(run: Path) -> list[tuple[int, str]]:
+    db = sqlite3.connect(run / "forge.sqlite")
+    try:
+        return db.execute("SELECT id, variant_key FROM records WHERE phase = 'search' ORDER BY id").fetchall()
+    except sqlite3.OperationalError:
+        return []
+    finally:
+        db.close()
+
+
+@pytest.mark.slow
+def test_sigkill_then_resume_loses_nothing_and_remeasures_nothing(tmp_path):
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
+           "--trials", "14", "--reps", "5", "--sampler", "tpe", "--out", str(run), "--no-bank", "--top-k", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_search_rows(run)) < 4:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGKILL)
+    proc.wait()
+    before = _search_rows(run)
+    assert 4 <= len(before) < 14, "the run must be killed mid-search"
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--resume", str(run)],
+                          capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr
+    after = _search_rows(run)
+    assert after[: len(before)] == before                       # nothing lost or changed
+    keys = [k for _, k in after]
+    assert len(keys) == len(set(keys)) == 14                    # nothing measured twice
+    assert "resuming: " in done.stderr
+    store = Store.for_run(run)
+    assert all(r.median is not None for r in store.records(phase="search") if r.status == "ok")
