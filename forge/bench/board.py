@@ -1,0 +1,164 @@
+"""The bench leaderboard: per case, per benchmark problem/operator, per suite (benchmark-formats §5).
+
+Anchors are forge's own: T_SOL = T_HW = the target's roofline bound for the case's shape and dtype
+(`Target.roofline_seconds(op.flops(p), op.min_bytes(p), dtype)`); T_b = the baseline forge measured
+or modeled (the vendor kernel when there is one, else the unfused sequence). Raw anchors are kept
+so every score can be recomputed. Times are seconds; `time_kind` says measured or modeled.
+"""
+from __future__ import annotations
+
+import json
+import math
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from forge.bench.runner import BENCH_FILE, CASES_DIR, read_marker
+from forge.ops import get_op
+from forge.report import scores
+from forge.results import Record, Store
+from forge.results.store import STORE_NAME
+from forge.targets import Target, get_target
+
+# forge record status -> SOL-ExecBench trace status (benchmark-formats.md §1.5), worst first.
+SOL_STATUS = {"ok": "PASSED", "incorrect": "INCORRECT_NUMERICAL", "runtime_error": "RUNTIME_ERROR",
+              "timeout": "TIMEOUT", "compile_error": "COMPILE_ERROR", "invalid": "COMPILE_ERROR"}
+FAIL_ORDER = ("incorrect", "runtime_error", "timeout", "compile_error", "invalid")
+BUILT = ("ok", "incorrect", "runtime_error", "timeout")   # a kernel was compiled
+UNSUPPORTED = "UNSUPPORTED"
+
+
+def baseline_name(r: Record) -> str:
+    for src in (r.extra, r.config):
+        for k in ("baseline", "name"):
+            if isinstance(src.get(k), str):
+                return src[k]
+    return "unfused"
+
+
+def _load_records(run_dir: Path) -> list[Record]:
+    if not (run_dir / STORE_NAME).is_file():
+        return []
+    store = Store.for_run(run_dir)
+    try:
+        return store.records()
+    finally:
+        store.close()
+
+
+def convergence(records: list[Record]) -> list[tuple[int, float]]:
+    """(evaluation number, best median so far) over the search, in trial order."""
+    search = [r for r in records if r.phase == "search" and r.status != "invalid"]
+    search.sort(key=lambda r: (r.trial if r.trial is not None else 1 << 30, r.id or 0))
+    best, out = math.inf, []
+    for n, r in enumerate(search, 1):
+        if r.status == "ok" and r.median is not None and r.median < best:
+            best = r.median
+        if math.isfinite(best):
+            out.append((n, best))
+    return out
+
+
+def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str, Any]:
+    cdir = bench_dir / CASES_DIR / case["key"]
+    marker = read_marker(cdir) or {}
+    run_dir = Path(marker.get("run_dir") or cdir)
+    records = _load_records(run_dir) if run_dir.is_dir() else []
+    row: dict[str, Any] = {k: case[k] for k in ("key", "source", "source_name", "source_id", "case_id", "op",
+                                                  "shape", "dtype", "attrs", "axes", "notes", "tolerance")}
+    op = get_op(case["op"])
+    p = op.problem(dict(case["shape"]), case["dtype"], dict(case["attrs"]))
+    flops, nbytes = op.flops(p), op.min_bytes(p)
+    t_sol = target.roofline_seconds(flops, nbytes, p.dtype)
+    row |= {"flops": flops, "min_bytes": nbytes, "t_sol": t_sol, "run_dir": str(run_dir),
+            "evaluations": sum(1 for r in records if r.phase == "search")}
+
+    tuned = [r for r in records if r.phase in ("search", "final")]
+    ok = [r for r in tuned if r.status == "ok" and r.median is not None]
+    final_ok = [r for r in ok if r.phase == "final"]
+    best = min(final_ok or ok, key=lambda r: r.median) if ok else None
+    bases = {}
+    for r in records:
+        if r.phase == "baseline" and r.status == "ok" and r.median is not None:
+            name = baseline_name(r)
+            if name not in bases or r.median < bases[name].median:
+                bases[name] = r
+    base = bases.get("vendor") or bases.get("unfused")
+    row["baselines"] = {n: {"time": r.median, "time_kind": r.time_kind,
+                            "label": r.extra.get("label") or r.config.get("label", n)} for n, r in bases.items()}
+    row["baseline_kind"] = baseline_name(base) if base else None
+    row["t_b"] = base.median if base else None
+    row["baseline_time_kind"] = base.time_kind if base else None
+
+    if best is not None:
+        status, reason = "PASSED", ""
+    elif marker.get("error"):
+        status, reason = "RUNTIME_ERROR", marker["error"]
+    elif not records:
+        status, reason = ("NOT_RUN", "no records yet (bench interrupted before this case)")
+    else:
+        worst = next((s for s in FAIL_ORDER if any(r.status == s for r in tuned)), "invalid")
+        status = SOL_STATUS[worst]
+        reason = next((r.reason for r in tuned if r.status == worst), "")
+    row |= {"status": status, "reason": reason,
+            "compiled": any(r.status in BUILT for r in tuned)}
+    t_k = best.median if best else None
+    row |= {"time": t_k, "time_kind": best.time_kind if best else None, "spread": best.spread if best else None,
+            "config": best.config if best else None, "errors": best.errors if best else {},
+            "source_hash": best.source_hash if best else "", "best_phase": best.phase if best else None}
+    row["speedup"] = (row["t_b"] / t_k) if (t_k and row["t_b"]) else None
+    row["kinds_differ"] = bool(best and base and best.time_kind != base.time_kind)
+    row["sol_score"] = scores.sol_score(t_k, t_sol, row["t_b"]) if (t_k is not None and row["t_b"] is not None) else None
+    row["hap"] = scores.hap(t_k, t_sol, row["t_b"]) if t_k is not None else None
+    row["hap_baseline_fallback"] = row["t_b"] is None and t_k is not None
+    row["achieved_flops"] = flops / t_k if t_k else None
+    row["convergence"] = convergence(records)
+    return row
+
+
+def _unsupported_row(u: dict[str, Any]) -> dict[str, Any]:
+    empty = dict.fromkeys(("op", "shape", "dtype", "time", "time_kind", "t_b", "baseline_time_kind",
+                           "baseline_kind", "speedup", "t_sol", "sol_score", "hap", "evaluations", "config"))
+    return {**empty, **u, "status": UNSUPPORTED, "compiled": False, "convergence": [],
+            "key": f"{u['source']}-{u['source_name']}-{u['case_id']}"}
+
+
+def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Pass rate, geomean speedup, fast_p, gated mean SOL score over `rows` (unsupported count as failed)."""
+    n = len(rows)
+    passed = [r for r in rows if r["status"] == "PASSED"]
+    speedups = [r["speedup"] if r["status"] == "PASSED" else None for r in rows]
+    out = {"cases": n, "supported": sum(1 for r in rows if r["status"] != UNSUPPORTED), "passed": len(passed),
+           "pass_rate": len(passed) / n if n else None,
+           "geomean_speedup": scores.geomean_speedup(speedups),
+           "geomean_time": scores.geomean(r["time"] for r in passed),
+           "fast_p": {str(p): scores.fast_p(speedups, p) for p in scores.FAST_P},
+           "mean_sol_score": scores.gated_mean([r["sol_score"] if r["status"] == "PASSED" else None for r in rows]),
+           "measured": sum(1 for r in passed if r.get("time_kind") == "measured"),
+           "modeled": sum(1 for r in passed if r.get("time_kind") == "modeled")}
+    return out
+
+
+def build_board(bench_dir: str | Path) -> dict[str, Any]:
+    bench_dir = Path(bench_dir)
+    meta = json.loads((bench_dir / BENCH_FILE).read_text())
+    target = get_target(meta["target"])
+    rows = [case_row(c, bench_dir, target) for c in meta["cases"]]
+    rows += [_unsupported_row(u) for u in meta["unsupported"]]
+    groups: "OrderedDict[tuple[str, str], list[dict]]" = OrderedDict()
+    for r in rows:
+        groups.setdefault((r["source"], r["source_name"]), []).append(r)
+    operators = []
+    for (source, name), grp in groups.items():
+        s = summarize(grp)
+        s |= {"source": source, "name": name, "ops": sorted({r["op"] for r in grp if r.get("op")}),
+              "cann_score": scores.cann_operator_score(any(r["compiled"] for r in grp),
+                                                       [(r["status"] == "PASSED", r["hap"]) for r in grp])}
+        operators.append(s)
+    total = summarize(rows)
+    total["cann_total_score"] = sum(o["cann_score"] for o in operators)
+    return {"suite": meta["suite"], "description": meta.get("description", ""), "origin": meta.get("origin", ""),
+            "target": target.name, "target_kind": target.kind, "target_partial": target.partial,
+            "anchors": "T_SOL = T_HW = target roofline max(flops/peak, min_bytes/bandwidth); "
+                       "T_b = forge's baseline (vendor if measured, else unfused)",
+            "budget_per_case": meta.get("budget_per_case"), "cases": rows, "operators": operators, "total": total}

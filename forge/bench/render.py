@@ -1,0 +1,94 @@
+"""Bench leaderboard outputs: terminal (rich), Markdown, JSON and HTML (forge/report/html.py)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+from rich.table import Table
+
+from forge.bench.board import build_board
+from forge.report.html import _cfg, _num, _pct, _shape, _us, render_html
+
+
+def _time(x: float | None, kind: str | None) -> str:
+    return "—" if x is None else f"{x * 1e6:.3g} ({kind or '?'})"
+
+
+def case_cells(r: dict[str, Any]) -> list[str]:
+    what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
+    tail = _cfg(r.get("config")) if r["status"] == "PASSED" else (r.get("reason") or "")[:100]
+    return [r["source_name"], str(r["case_id"]), what, r["status"], _time(r.get("time"), r.get("time_kind")),
+            _time(r.get("t_b"), r.get("baseline_time_kind")), r.get("baseline_kind") or "", _num(r.get("speedup")),
+            _us(r.get("t_sol")), _num(r.get("sol_score")), _num(r.get("hap")), tail]
+
+
+CASE_HEAD = ["name", "id", "forge problem", "status", "best µs (kind)", "baseline µs (kind)", "baseline",
+             "speedup", "T_SOL µs", "SOL score", "HAP", "best config / reason"]
+
+
+def op_cells(o: dict[str, Any]) -> list[str]:
+    return [o["source"], o["name"], ", ".join(o["ops"]), str(o["cases"]), str(o["passed"]), _pct(o["pass_rate"]),
+            _num(o["geomean_speedup"])] + [_pct(v) for v in o["fast_p"].values()] + [
+            _num(o["mean_sol_score"]), _num(o["cann_score"], 1)]
+
+
+def op_head(board: dict[str, Any]) -> list[str]:
+    return ["source", "name", "forge op", "cases", "passed", "pass rate", "geomean speedup"] + [
+        f"fast_{p}" for p in board["total"]["fast_p"]] + ["mean SOL score", "cann-bench score"]
+
+
+def total_line(board: dict[str, Any]) -> str:
+    t = board["total"]
+    fp = ", ".join(f"fast_{p}={_pct(v)}" for p, v in t["fast_p"].items())
+    return (f"{t['passed']}/{t['cases']} cases passed ({t['supported']} supported), pass rate {_pct(t['pass_rate'])}, "
+            f"geomean speedup {_num(t['geomean_speedup'])}, {fp}, mean SOL score {_num(t['mean_sol_score'])}, "
+            f"cann-bench total {_num(t['cann_total_score'], 1)}; best times: {t['measured']} measured, "
+            f"{t['modeled']} modeled")
+
+
+def to_markdown(board: dict[str, Any]) -> str:
+    def table(head: list[str], rows: list[list[str]]) -> str:
+        esc = [[c.replace("|", "\\|") for c in r] for r in rows]
+        return "\n".join(["| " + " | ".join(head) + " |", "|" + "---|" * len(head)] + ["| " + " | ".join(r) + " |" for r in esc])
+
+    return "\n\n".join([
+        f"# forge bench — {board['suite']} on {board['target']} ({board['target_kind']})",
+        f"{board['description']}. {board['anchors']}. Times in µs, each marked measured or modeled.",
+        "## Suite totals", total_line(board),
+        "## Per problem / operator", table(op_head(board), [op_cells(o) for o in board["operators"]]),
+        "## Per case", table(CASE_HEAD, [case_cells(r) for r in board["cases"]]), ""])
+
+
+def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases: int = 60) -> None:
+    console = console or Console()
+    console.print(f"[bold]forge bench — {board['suite']} on {board['target']}[/] ({board['target_kind']})")
+    t = Table(*op_head(board), title="per problem / operator", show_lines=False)
+    for o in board["operators"]:
+        t.add_row(*op_cells(o))
+    console.print(t)
+    c = Table(*CASE_HEAD, title=f"per case (first {max_cases})" if len(board["cases"]) > max_cases else "per case")
+    for r in board["cases"][:max_cases]:
+        style = "green" if r["status"] == "PASSED" else ("dim" if r["status"] == "UNSUPPORTED" else "red")
+        c.add_row(*case_cells(r), style=style)
+    console.print(c)
+    console.print(total_line(board))
+
+
+def _json_default(o: Any) -> Any:
+    return str(o)
+
+
+def write_reports(bench_dir: str | Path, console: Console | None = None, terminal: bool = True) -> dict[str, Path]:
+    """Build the leaderboard of a bench folder and write leaderboard.{json,md,html} beside it."""
+    bench_dir = Path(bench_dir)
+    board = build_board(bench_dir)
+    paths = {"json": bench_dir / "leaderboard.json", "markdown": bench_dir / "leaderboard.md",
+             "html": bench_dir / "leaderboard.html"}
+    paths["json"].write_text(json.dumps(board, indent=1, default=_json_default))
+    paths["markdown"].write_text(to_markdown(board))
+    paths["html"].write_text(render_html(board))
+    if terminal:
+        to_terminal(board, console)
+    return paths

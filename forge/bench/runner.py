@@ -1,0 +1,120 @@
+"""`forge bench`: tune every case of a suite into its own run folder, resumably.
+
+Layout of a bench folder:
+  bench.json                 suite, target, cases and unsupported entries (what was asked)
+  cases/<case key>/          the run folder `forge.tuner.tune` fills (forge.sqlite, run.json)
+  cases/<case key>/bench_case.json   written when the case finished: a rerun skips it
+  leaderboard.{json,md,html} written by forge.bench.render.write_reports
+
+A case without `bench_case.json` (interrupted) is tuned again into the same folder, where the tuner
+resumes from its store.
+"""
+from __future__ import annotations
+
+import dataclasses
+import importlib
+import json
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+from forge.bench.cases import BenchCase, Suite
+from forge.errors import ForgeInputError
+
+BENCH_FILE = "bench.json"
+CASE_MARKER = "bench_case.json"
+CASES_DIR = "cases"
+
+
+def _tuner() -> tuple[Any, Callable[[Any], Path]]:
+    try:
+        mod = importlib.import_module("forge.tuner")
+    except ImportError as exc:
+        raise ForgeInputError("tuner", f"forge.tuner is not available ({exc}); forge bench needs it") from None
+    return mod.TuneSettings, mod.tune
+
+
+def _fields(settings_cls: Any) -> set[str] | None:
+    if dataclasses.is_dataclass(settings_cls):
+        return {f.name for f in dataclasses.fields(settings_cls)}
+    if hasattr(settings_cls, "model_fields"):
+        return set(settings_cls.model_fields)
+    return None
+
+
+def settings_for(settings_cls: Any, case: BenchCase, target: str, case_dir: Path,
+                 budget_per_case: int | None, options: dict[str, Any]) -> Any:
+    """TuneSettings for one case; options the tuner's settings do not know are left out."""
+    kw: dict[str, Any] = {"op": case.op, "shape": dict(case.shape), "dtype": case.dtype, "attrs": dict(case.attrs),
+                          "target": target, "out": case_dir, **options}
+    if budget_per_case is not None:
+        kw["trials"] = int(budget_per_case)
+    known = _fields(settings_cls)
+    if known is not None:
+        kw = {k: v for k, v in kw.items() if k in known and v is not None}
+    return settings_cls(**kw)
+
+
+def case_dir(bench_dir: Path, case: BenchCase) -> Path:
+    return Path(bench_dir) / CASES_DIR / case.key
+
+
+def read_marker(cdir: Path) -> dict[str, Any] | None:
+    m = Path(cdir) / CASE_MARKER
+    return json.loads(m.read_text()) if m.is_file() else None
+
+
+def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
+              options: dict[str, Any] | None = None,
+              progress: Callable[[str], None] | None = None) -> dict[str, int]:
+    """Tune each case of `suite` on `target` into `out`; returns counts (tuned, skipped, failed)."""
+    from forge.targets import get_target
+
+    get_target(target)  # unknown target: clear error before anything is written
+    out = Path(out)
+    out.mkdir(parents=True, exist_ok=True)
+    say = progress or (lambda _msg: None)
+    meta_path = out / BENCH_FILE
+    if meta_path.is_file():
+        old = json.loads(meta_path.read_text())
+        if old.get("target") != target:
+            raise ForgeInputError("out", f"{out} holds a bench for target {old.get('target')!r}, not {target!r}; "
+                                         "use another --out")
+    meta = {"suite": suite.name, "description": suite.description, "origin": suite.origin, "target": target,
+            "budget_per_case": budget_per_case, "options": {k: str(v) for k, v in (options or {}).items()},
+            "cases": [c.as_dict() | {"key": c.key} for c in suite.cases],
+            "unsupported": [u.as_dict() for u in suite.unsupported], "updated": time.time()}
+    meta_path.write_text(json.dumps(meta, indent=1, default=str))
+    counts = {"tuned": 0, "skipped": 0, "failed": 0}
+    settings_cls = tune = None
+    for i, case in enumerate(suite.cases, 1):
+        cdir = case_dir(out, case)
+        marker = read_marker(cdir)
+        if marker and marker.get("done"):
+            counts["skipped"] += 1
+            say(f"[{i}/{len(suite.cases)}] {case.key}: finished earlier, skipped")
+            continue
+        if tune is None:
+            settings_cls, tune = _tuner()
+        cdir.mkdir(parents=True, exist_ok=True)
+        say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}")
+        started = time.time()
+        record: dict[str, Any] = {"case": case.as_dict(), "started": started}
+        try:
+            run_dir = tune(settings_for(settings_cls, case, target, cdir, budget_per_case, dict(options or {})))
+            record |= {"done": True, "run_dir": str(run_dir)}
+            counts["tuned"] += 1
+        except ForgeInputError as exc:
+            # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
+            record |= {"done": True, "error": str(exc), "error_kind": "input"}
+            counts["failed"] += 1
+            say(f"    refused: {exc}")
+        except Exception as exc:  # noqa: BLE001 - one case must not stop the suite; retried on rerun
+            record |= {"done": False, "error": f"{type(exc).__name__}: {exc}",
+                       "traceback": traceback.format_exc(limit=5)}
+            counts["failed"] += 1
+            say(f"    failed: {type(exc).__name__}: {exc}")
+        record["seconds"] = time.time() - started
+        (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
+    return counts

@@ -1,0 +1,48 @@
+"""`forge bench`: tune a benchmark suite's cases and write its leaderboard (terminal, md, json, html)."""
+from __future__ import annotations
+
+import time
+from pathlib import Path
+from typing import Optional
+
+import typer
+
+from forge.bench.render import write_reports
+from forge.bench.runner import run_bench
+from forge.bench.suites import load_suite
+
+
+def bench(
+    suite: str = typer.Option(..., "--suite", help="suite name (sol_execbench, cannbench), suite YAML, "
+                                                   "or a SOL problem / cann-bench task folder"),
+    target: str = typer.Option(..., "--target", help="target name (see `forge targets`)"),
+    ops: Optional[list[str]] = typer.Option(None, "--ops", help="only these forge ops or benchmark operator names; "
+                                                                "repeat or comma-separate"),
+    budget_per_case: Optional[int] = typer.Option(None, "--budget-per-case", min=1, help="trials per case"),
+    out: Optional[Path] = typer.Option(None, "--out", help="bench folder (default results/bench-<suite>-<target>); "
+                                                           "rerunning into it resumes"),
+    measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
+    seed: int = typer.Option(0, "--seed"),
+    report_only: bool = typer.Option(False, "--report-only", help="rebuild the leaderboard without tuning"),
+) -> None:
+    """Tune every case of a suite (resumable) and write one leaderboard."""
+    wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
+    s = load_suite(suite).select(wanted or None)
+    if not s.cases and not s.unsupported:
+        raise typer.BadParameter(f"no case of suite {s.name!r} matches --ops {','.join(wanted)}", param_hint="--ops")
+    name = Path(suite).name if Path(suite).exists() else suite
+    bench_dir = out or Path("results") / f"bench-{name}-{target}"
+    typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")
+    if not report_only:
+        started = time.time()
+        counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
+                           options={"measure": measure, "seed": seed}, progress=typer.echo)
+        typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
+                   f"failed {counts['failed']} in {time.time() - started:.1f} s")
+    paths = write_reports(bench_dir)
+    for kind, p in paths.items():
+        typer.echo(f"{kind}: {p}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("bench")(bench)

@@ -1,0 +1,177 @@
+"""forge bench: runner (resume, skip, errors) and leaderboard aggregation on synthetic run folders.
+
+forge.tuner is replaced by a fake that writes Records with known times, so every score in the
+leaderboard can be checked by hand.
+"""
+import json
+import sys
+import types
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from forge.bench.board import build_board
+from forge.bench.cases import BenchCase, Suite, Unsupported
+from forge.bench.render import to_markdown, write_reports
+from forge.bench.runner import CASE_MARKER, run_bench
+from forge.errors import ForgeInputError
+from forge.ops import get_op
+from forge.report import scores
+from forge.results import Record, Store
+from forge.targets import get_target
+
+US = 1e-6
+
+
+@dataclass
+class FakeSettings:
+    op: str
+    shape: dict
+    dtype: str = "float32"
+    attrs: dict = field(default_factory=dict)
+    target: str = "cpu"
+    trials: int = 10
+    measure: str = "auto"
+    out: Any = None
+    seed: int = 0
+
+
+class FakeTuner:
+    """Search times per case: {case shape M: ([medians...] or status, baseline unfused, vendor)}."""
+
+    def __init__(self, plan):
+        self.plan = plan
+        self.calls = []
+
+    def __call__(self, s: FakeSettings) -> Path:
+        self.calls.append(s)
+        out = Path(s.out)
+        plan = self.plan[s.shape["M"]]
+        if plan == "crash":
+            raise RuntimeError("worker lost")
+        if plan == "refuse":
+            raise ForgeInputError("shape", "not supported on this target")
+        store = Store.for_run(out)
+        base = dict(run_id="r", variant_key="v", op=s.op, shape=s.shape, dtype=s.dtype, target=s.target, attrs=s.attrs)
+        times, unfused, vendor, kind = plan
+        for n, t in enumerate(times):
+            if isinstance(t, str):
+                store.add(Record(**base, config={"tile": n}, status=t, reason=f"{t} on trial {n}", trial=n))
+            else:
+                store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n, time_kind=kind))
+        for name, t in (("unfused", unfused), ("vendor", vendor)):
+            if t is not None:
+                store.add(Record(**base, config={}, status="ok", phase="baseline", timings=[t * US], time_kind=kind,
+                                 extra={"baseline": name, "label": f"{name} label"}))
+        store.close()
+        (out / "run.json").write_text(json.dumps({"finished": True}))
+        return out
+
+
+@pytest.fixture
+def fake_tuner(monkeypatch):
+    def install(plan):
+        tuner = FakeTuner(plan)
+        mod = types.ModuleType("forge.tuner")
+        mod.TuneSettings = FakeSettings
+        mod.tune = tuner
+        monkeypatch.setitem(sys.modules, "forge.tuner", mod)
+        return tuner
+    return install
+
+
+def softmax_case(m: int, name: str = "softmax_h64", source: str = "cannbench") -> BenchCase:
+    return BenchCase(source, name, "tasks/x", str(m), "softmax", {"M": m, "N": 64}, "float32")
+
+
+def make_suite():
+    cases = [softmax_case(m) for m in (8, 16, 32, 64)]
+    return Suite("t", "test suite", cases, [Unsupported("cannbench", "softmax_h64", "tasks/x", "99", "axis 0")])
+
+
+PLAN = {8: ([30, 20, "incorrect", 25], 40, 50, "measured"),    # best 20, baseline vendor 50
+        16: (["incorrect", "compile_error"], 40, None, "measured"),
+        32: "crash",
+        64: ([5, 4], None, None, "modeled")}                     # no baseline: HAP fallback
+
+
+def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
+    tuner = fake_tuner(PLAN)
+    counts = run_bench(make_suite(), "cpu", tmp_path, budget_per_case=4, options={"measure": "auto", "bogus": 1})
+    assert counts == {"tuned": 3, "skipped": 0, "failed": 1}
+    assert tuner.calls[0].trials == 4 and tuner.calls[0].out == tmp_path / "cases" / "cannbench-softmax_h64-8"
+    board = build_board(tmp_path)
+    rows = {r["case_id"]: r for r in board["cases"]}
+    target = get_target("cpu")
+    op = get_op("softmax")
+    r8 = rows["8"]
+    p = op.problem({"M": 8, "N": 64}, "float32")
+    t_sol = target.roofline_seconds(op.flops(p), op.min_bytes(p), "float32")
+    assert r8["status"] == "PASSED" and r8["time"] == pytest.approx(20 * US) and r8["time_kind"] == "measured"
+    assert r8["baseline_kind"] == "vendor" and r8["t_b"] == pytest.approx(50 * US)
+    assert r8["speedup"] == pytest.approx(2.5)
+    assert r8["t_sol"] == pytest.approx(t_sol)
+    assert r8["sol_score"] == pytest.approx(1 / (1 + (20 * US - t_sol) / (50 * US - t_sol)))
+    assert r8["hap"] == pytest.approx(r8["sol_score"])                   # same anchors, same form
+    assert r8["convergence"] == [(1, pytest.approx(30 * US)), (2, pytest.approx(20 * US)),
+                                 (3, pytest.approx(20 * US)), (4, pytest.approx(20 * US))]
+    assert rows["16"]["status"] == "INCORRECT_NUMERICAL" and rows["16"]["compiled"]
+    assert rows["32"]["status"] == "RUNTIME_ERROR" and "worker lost" in rows["32"]["reason"]
+    r64 = rows["64"]
+    assert r64["time_kind"] == "modeled" and r64["t_b"] is None and r64["sol_score"] is None
+    assert r64["hap"] == pytest.approx(scores.hap(4 * US, r64["t_sol"], None))   # cann fallback baseline
+    assert rows["99"]["status"] == "UNSUPPORTED"
+
+    (grp,) = board["operators"]
+    assert grp["cases"] == 5 and grp["passed"] == 2 and grp["pass_rate"] == pytest.approx(0.4)
+    assert grp["geomean_speedup"] == pytest.approx(2.5)                   # only case 8 has a baseline
+    assert grp["fast_p"]["1.0"] == pytest.approx(0.2)
+    expected = scores.cann_operator_score(True, [(True, r8["hap"]), (False, None), (False, None), (True, r64["hap"]),
+                                                 (False, None)])
+    assert grp["cann_score"] == pytest.approx(expected)
+    assert grp["mean_sol_score"] == pytest.approx(r8["sol_score"] / 5)
+    assert board["total"]["measured"] == 1 and board["total"]["modeled"] == 1
+
+
+def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
+    tuner = fake_tuner(PLAN)
+    run_bench(make_suite(), "cpu", tmp_path)
+    assert len(tuner.calls) == 4
+    tuner2 = fake_tuner({**PLAN, 32: ([7], 9, None, "measured")})
+    counts = run_bench(make_suite(), "cpu", tmp_path)
+    # Finished (and refused) cases are skipped; only the crashed one is tuned again.
+    assert counts == {"tuned": 1, "skipped": 3, "failed": 0}
+    assert [c.shape["M"] for c in tuner2.calls] == [32]
+    marker = json.loads((tmp_path / "cases" / "cannbench-softmax_h64-32" / CASE_MARKER).read_text())
+    assert marker["done"] is True
+    assert {r["case_id"]: r["status"] for r in build_board(tmp_path)["cases"]}["32"] == "PASSED"
+
+
+def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
+    fake_tuner({8: "refuse"})
+    s = Suite("t", cases=[softmax_case(8)])
+    assert run_bench(s, "cpu", tmp_path)["failed"] == 1
+    assert build_board(tmp_path)["cases"][0]["status"] == "RUNTIME_ERROR"
+    assert run_bench(s, "cpu", tmp_path)["skipped"] == 1
+    meta = json.loads((tmp_path / "bench.json").read_text())
+    meta["target"] = "other"
+    (tmp_path / "bench.json").write_text(json.dumps(meta))
+    with pytest.raises(ForgeInputError, match="not 'cpu'"):
+        run_bench(s, "cpu", tmp_path)
+    with pytest.raises(ForgeInputError, match="unknown target"):
+        run_bench(s, "nope", tmp_path / "x")
+
+
+def test_reports_written_in_all_formats(tmp_path, fake_tuner):
+    fake_tuner(PLAN)
+    run_bench(make_suite(), "cpu", tmp_path)
+    paths = write_reports(tmp_path, terminal=False)
+    data = json.loads(paths["json"].read_text())
+    assert data["total"]["cases"] == 5 and data["cases"][0]["t_sol"] > 0
+    md = paths["markdown"].read_text()
+    assert "| softmax_h64 | 8 |" in md and "(measured)" in md and "(modeled)" in md and "UNSUPPORTED" in md
+    html = paths["html"].read_text()
+    assert html.count("data:image/png;base64,") == 3 and "<table id=\"cases\">" in html
+    assert to_markdown(build_board(tmp_path)).startswith("# forge bench")
