@@ -66,7 +66,7 @@ class FakeTuner:
                 store.add(Record(**base, config={}, status="ok", phase="baseline", timings=[t * US], time_kind=kind,
                                  extra={"baseline": name, "label": f"{name} label"}))
         store.close()
-        (out / "run.json").write_text(json.dumps({"finished": True}))
+        (out / "run.json").write_text(json.dumps({"status": "complete"}))
         return out
 
 
@@ -77,6 +77,7 @@ def fake_tuner(monkeypatch):
         mod = types.ModuleType("forge.tuner")
         mod.TuneSettings = FakeSettings
         mod.tune = tuner
+        mod.resume = lambda run_dir: (_ for _ in ()).throw(AssertionError("nothing to resume here"))
         monkeypatch.setitem(sys.modules, "forge.tuner", mod)
         return tuner
     return install
@@ -175,3 +176,18 @@ def test_reports_written_in_all_formats(tmp_path, fake_tuner):
     html = paths["html"].read_text()
     assert html.count("data:image/png;base64,") == 3 and "<table id=\"cases\">" in html
     assert to_markdown(build_board(tmp_path)).startswith("# forge bench")
+
+
+def test_interrupted_run_is_resumed_and_complete_run_skipped(tmp_path, fake_tuner):
+    tuner = fake_tuner(PLAN)
+    suite = Suite("t", cases=[softmax_case(8), softmax_case(64)])
+    d8, d64 = (tmp_path / "cases" / f"cannbench-softmax_h64-{m}" for m in (8, 64))
+    d8.mkdir(parents=True)
+    d64.mkdir(parents=True)
+    (d8 / "run.json").write_text(json.dumps({"status": "running"}))     # killed mid-run, no marker
+    (d64 / "run.json").write_text(json.dumps({"status": "complete"}))   # finished, marker lost
+    resumed = []
+    sys.modules["forge.tuner"].resume = lambda run_dir: resumed.append(Path(run_dir)) or Path(run_dir)
+    counts = run_bench(suite, "cpu", tmp_path)
+    assert resumed == [d8] and tuner.calls == []
+    assert counts == {"tuned": 1, "skipped": 1, "failed": 0}

@@ -444,10 +444,11 @@ def _map_cann_softmax(c: CannCase) -> Mapped:
 
 def _map_cann_swiglu(c: CannCase) -> Mapped:
     if "swiglu" not in OPS:
-        try:  # the Ascend work registers it from forge.ops.swiglu when present
-            importlib.import_module("forge.ops.swiglu")
-        except ImportError:
-            pass
+        for module in ("forge.backends.ascend.ops", "forge.ops.swiglu"):  # registers it when present
+            try:
+                importlib.import_module(module)
+            except ImportError:
+                pass
     if "swiglu" not in OPS:
         raise NotSupported("forge has no swiglu operator registered (get_op('swiglu') fails)")
     m, width = _last_axis_rows(c, "swi_glu")

@@ -23,16 +23,27 @@ from forge.bench.cases import BenchCase, Suite
 from forge.errors import ForgeInputError
 
 BENCH_FILE = "bench.json"
+RUN_FILE = "run.json"          # written by forge.tuner
 CASE_MARKER = "bench_case.json"
 CASES_DIR = "cases"
 
 
-def _tuner() -> tuple[Any, Callable[[Any], Path]]:
+def _tuner() -> Any:
     try:
-        mod = importlib.import_module("forge.tuner")
+        return importlib.import_module("forge.tuner")
     except ImportError as exc:
         raise ForgeInputError("tuner", f"forge.tuner is not available ({exc}); forge bench needs it") from None
-    return mod.TuneSettings, mod.tune
+
+
+def run_state(cdir: Path) -> str | None:
+    """The tuner's own view of a case folder (run.json `status`): None, "running" or "complete"."""
+    f = Path(cdir) / RUN_FILE
+    if not f.is_file():
+        return None
+    try:
+        return json.loads(f.read_text()).get("status")
+    except (json.JSONDecodeError, AttributeError):
+        return None
 
 
 def _fields(settings_cls: Any) -> set[str] | None:
@@ -87,22 +98,29 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
             "unsupported": [u.as_dict() for u in suite.unsupported], "updated": time.time()}
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     counts = {"tuned": 0, "skipped": 0, "failed": 0}
-    settings_cls = tune = None
+    tuner = None
     for i, case in enumerate(suite.cases, 1):
         cdir = case_dir(out, case)
         marker = read_marker(cdir)
-        if marker and marker.get("done"):
+        state = run_state(cdir)
+        if (marker and marker.get("done")) or (marker is None and state == "complete"):
             counts["skipped"] += 1
             say(f"[{i}/{len(suite.cases)}] {case.key}: finished earlier, skipped")
+            if marker is None:
+                (cdir / CASE_MARKER).write_text(json.dumps({"case": case.as_dict(), "done": True, "run_dir": str(cdir)}))
             continue
-        if tune is None:
-            settings_cls, tune = _tuner()
+        tuner = tuner or _tuner()
         cdir.mkdir(parents=True, exist_ok=True)
-        say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}")
         started = time.time()
         record: dict[str, Any] = {"case": case.as_dict(), "started": started}
         try:
-            run_dir = tune(settings_for(settings_cls, case, target, cdir, budget_per_case, dict(options or {})))
+            if state is not None and hasattr(tuner, "resume"):
+                say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
+                run_dir = tuner.resume(cdir)
+            else:
+                say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}")
+                run_dir = tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
+                                                  dict(options or {})))
             record |= {"done": True, "run_dir": str(run_dir)}
             counts["tuned"] += 1
         except ForgeInputError as exc:

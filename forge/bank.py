@@ -1,0 +1,153 @@
+"""Tuning bank: the best known config per (op, shape, dtype, attrs, target), shared across runs.
+
+A SQLite file (default ~/.cache/forge/bank.sqlite, or $FORGE_BANK). An entry is replaced only by a
+result that beats it: a measured time beats any modeled one, a modeled time never replaces a
+measured one, and within one kind the lower median wins. `forge tune` asks `bank_lookup` first
+(a hit skips the search) and offers its records to `bank_offer` at the end. The key includes the
+problem's attrs (causal, eps, ...) because they change the kernel.
+"""
+from __future__ import annotations
+
+import json
+import os
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any, Iterable
+
+from forge.problem import Problem
+
+KIND_RANK = {"measured": 1, "modeled": 0}
+COUNTERS = ("hits", "misses", "added", "updated", "kept")
+
+
+def bank_path() -> Path:
+    env = os.environ.get("FORGE_BANK")
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "forge" / "bank.sqlite"
+
+
+class Bank:
+    def __init__(self, path: str | Path | None = None):
+        self.path = Path(path) if path else bank_path()
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("CREATE TABLE IF NOT EXISTS entries (key TEXT PRIMARY KEY, op TEXT, target TEXT, "
+                          "shape TEXT, dtype TEXT, attrs TEXT, config TEXT, median REAL, time_kind TEXT, "
+                          "source TEXT, updated REAL)")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER)")
+
+    def close(self) -> None:
+        self.conn.close()
+
+    def __enter__(self) -> "Bank":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+    @staticmethod
+    def key(op: str, shape: dict, dtype: str, attrs: dict, target: str) -> str:
+        return json.dumps({"op": op, "shape": shape, "dtype": dtype, "attrs": attrs, "target": target}, sort_keys=True)
+
+    def bump(self, name: str, n: int = 1) -> None:
+        self.conn.execute("INSERT INTO counters VALUES (?, ?) ON CONFLICT(name) DO UPDATE SET value = value + ?",
+                          (name, n, n))
+
+    def counters(self) -> dict[str, int]:
+        got = {r["name"]: r["value"] for r in self.conn.execute("SELECT * FROM counters")}
+        return {c: got.get(c, 0) for c in COUNTERS}
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        row = self.conn.execute("SELECT * FROM entries WHERE key = ?", (key,)).fetchone()
+        return _decode(row) if row else None
+
+    def entries(self) -> list[dict[str, Any]]:
+        return [_decode(r) for r in self.conn.execute("SELECT * FROM entries ORDER BY op, target, key")]
+
+    def offer(self, entry: dict[str, Any]) -> str:
+        """Store `entry` if it beats the bank's; returns "added", "updated" or "kept"."""
+        key = self.key(entry["op"], entry["shape"], entry["dtype"], entry.get("attrs") or {}, entry["target"])
+        old = self.get(key)
+        if old is not None and not beats(entry, old):
+            return "kept"
+        self.conn.execute("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                          (key, entry["op"], entry["target"], json.dumps(entry["shape"], sort_keys=True),
+                           entry["dtype"], json.dumps(entry.get("attrs") or {}, sort_keys=True),
+                           json.dumps(entry["config"], sort_keys=True), float(entry["median"]),
+                           entry.get("time_kind", "measured"), entry.get("source", ""), time.time()))
+        return "added" if old is None else "updated"
+
+
+def beats(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    rn, ro = KIND_RANK.get(new.get("time_kind", "measured"), 0), KIND_RANK.get(old.get("time_kind", "measured"), 0)
+    if rn != ro:
+        return rn > ro
+    return float(new["median"]) < float(old["median"])
+
+
+def _decode(row: sqlite3.Row) -> dict[str, Any]:
+    d = dict(row)
+    for k in ("shape", "attrs", "config"):
+        d[k] = json.loads(d[k])
+    return d
+
+
+def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -> tuple[dict, float, str] | None:
+    """(config, median seconds, time_kind) of the best known variant, or None; counts hits/misses."""
+    with Bank(path) as bank:
+        e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
+        bank.bump("hits" if e else "misses")
+        return (e["config"], e["median"], e["time_kind"]) if e else None
+
+
+def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[str, int]:
+    """Offer ok records (forge.results.Record); the best per problem is kept if it beats the bank."""
+    best: dict[str, Any] = {}
+    for r in records:
+        if getattr(r, "status", None) != "ok" or r.median is None or r.phase not in ("search", "final"):
+            continue
+        k = Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target)
+        cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
+                "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id}
+        if k not in best or beats(cand, best[k]):
+            best[k] = cand
+    return offer_entries(best.values(), path)
+
+
+def offer_entries(entries: Iterable[dict[str, Any]], path: str | Path | None = None) -> dict[str, int]:
+    counts = {"added": 0, "updated": 0, "kept": 0}
+    with Bank(path) as bank:
+        for e in entries:
+            counts[bank.offer(e)] += 1
+        for k, n in counts.items():
+            if n:
+                bank.bump(k, n)
+    return counts
+
+
+def export_bank(dest: str | Path, path: str | Path | None = None) -> int:
+    with Bank(path) as bank:
+        entries = bank.entries()
+    for e in entries:
+        e.pop("key", None)
+    Path(dest).write_text(json.dumps({"forge_bank": 1, "entries": entries}, indent=1))
+    return len(entries)
+
+
+def import_bank(src: str | Path, path: str | Path | None = None) -> dict[str, int]:
+    from forge.errors import ForgeInputError
+
+    try:
+        data = json.loads(Path(src).read_text())
+    except (OSError, json.JSONDecodeError) as exc:
+        raise ForgeInputError("file", f"cannot read bank export {src}: {exc}") from None
+    entries = data.get("entries") if isinstance(data, dict) else None
+    if not isinstance(entries, list):
+        raise ForgeInputError("file", f"{src} is not a forge bank export (no `entries` list)")
+    need = ("op", "shape", "dtype", "target", "config", "median")
+    for i, e in enumerate(entries):
+        missing = [k for k in need if k not in e]
+        if missing:
+            raise ForgeInputError(f"entries[{i}]", f"missing {', '.join(missing)}")
+    return offer_entries(entries, path)

@@ -1,0 +1,46 @@
+"""`forge bank show|export|import`: the tuning bank of best configs (forge/bank.py)."""
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge.bank import Bank, bank_path, export_bank, import_bank
+
+bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, attrs, target).", no_args_is_help=True)
+
+
+@bank_app.command("show")
+def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] = typer.Option(None, "--target")) -> None:
+    """List the banked configs and the hit/add/update counters."""
+    console = Console()
+    with Bank() as bank:
+        entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
+        counters = bank.counters()
+    table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", title=str(bank_path()))
+    for e in entries:
+        table.add_row(e["op"], e["target"], ",".join(f"{k}={v}" for k, v in e["shape"].items()), e["dtype"],
+                      ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
+                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"])
+    console.print(table)
+    console.print(", ".join(f"{k} {v}" for k, v in counters.items()))
+
+
+@bank_app.command("export")
+def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
+    """Write every banked entry to a JSON file."""
+    typer.echo(f"exported {export_bank(file)} entries to {file}")
+
+
+@bank_app.command("import")
+def import_(file: Path = typer.Argument(..., help="JSON file from `forge bank export`")) -> None:
+    """Merge an export: an entry replaces the bank's only when it beats it."""
+    counts = import_bank(file)
+    typer.echo(f"added {counts['added']}, updated {counts['updated']}, kept (not better) {counts['kept']}")
+
+
+def register(app: typer.Typer) -> None:
+    app.add_typer(bank_app, name="bank")

@@ -1,0 +1,88 @@
+"""Tuning bank: best-only updates, hit/add/update counts, export/import, and the tuner's bank hit."""
+import json
+import os
+
+import pytest
+from rich.console import Console
+
+from forge.bank import Bank, bank_lookup, bank_offer, export_bank, import_bank
+from forge.errors import ForgeInputError
+from forge.ops import get_op
+from forge.results import Record
+
+
+@pytest.fixture
+def bank(tmp_path, monkeypatch):
+    path = tmp_path / "bank.sqlite"
+    monkeypatch.setenv("FORGE_BANK", str(path))
+    return path
+
+
+P = get_op("softmax").problem({"M": 64, "N": 128}, "float32")
+
+
+def rec(median, kind="measured", status="ok", config=None, phase="search", target="cpu", problem=P):
+    return Record(run_id="r1", variant_key="k", op=problem.op, shape=problem.shape, dtype=problem.dtype,
+                  target=target, attrs=problem.attrs, config=config or {"tile": median}, status=status,
+                  phase=phase, median=median, time_kind=kind)
+
+
+def test_only_a_better_result_replaces_the_entry(bank):
+    assert bank_lookup(P, "cpu") is None
+    assert bank_offer([rec(5e-6), rec(3e-6), rec(1e-6, status="incorrect")]) == {"added": 1, "updated": 0, "kept": 0}
+    assert bank_lookup(P, "cpu") == ({"tile": 3e-6}, 3e-6, "measured")          # best ok record, failures ignored
+    assert bank_offer([rec(4e-6)]) == {"added": 0, "updated": 0, "kept": 1}       # worse never replaces
+    assert bank_lookup(P, "cpu")[1] == 3e-6
+    assert bank_offer([rec(2e-6, phase="final")]) == {"added": 0, "updated": 1, "kept": 0}
+    assert bank_lookup(P, "cpu")[1] == 2e-6
+    # A modeled time never replaces a measured one, however small; the reverse always does.
+    assert bank_offer([rec(1e-9, kind="modeled")])["kept"] == 1
+    q = get_op("softmax").problem({"M": 64, "N": 256}, "float32")
+    bank_offer([rec(1e-6, kind="modeled", problem=q)])
+    assert bank_offer([rec(9e-6, problem=q)])["updated"] == 1
+    assert bank_lookup(q, "cpu") == ({"tile": 9e-6}, 9e-6, "measured")
+    assert bank_lookup(P, "h100") is None                                         # per target
+    with Bank() as b:
+        c = b.counters()
+    assert c["hits"] == 4 and c["misses"] == 2 and c["added"] == 2 and c["updated"] == 2 and c["kept"] == 2
+
+
+def test_attrs_are_part_of_the_key(bank):
+    causal = get_op("attention").problem({"B": 1, "H": 2, "S": 16, "D": 8}, "float32", {"causal": True})
+    plain = get_op("attention").problem({"B": 1, "H": 2, "S": 16, "D": 8}, "float32", {"causal": False})
+    bank_offer([rec(1e-6, problem=causal)])
+    assert bank_lookup(plain, "cpu") is None and bank_lookup(causal, "cpu") is not None
+
+
+def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
+    bank_offer([rec(3e-6)])
+    out = tmp_path / "bank.json"
+    assert export_bank(out) == 1
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "other.sqlite"))
+    assert import_bank(out) == {"added": 1, "updated": 0, "kept": 0}
+    assert import_bank(out) == {"added": 0, "updated": 0, "kept": 1}
+    assert bank_lookup(P, "cpu")[1] == 3e-6
+    (tmp_path / "bad.json").write_text(json.dumps({"entries": [{"op": "softmax"}]}))
+    with pytest.raises(ForgeInputError, match="missing"):
+        import_bank(tmp_path / "bad.json")
+
+
+@pytest.mark.slow
+def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
+    """With the lead's tuner: a second tune of the same problem is served by the bank."""
+    tuner = pytest.importorskip("forge.tuner")
+    from forge.config import TuneSettings
+
+    quiet = Console(file=open(os.devnull, "w"))
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=4, reps=2, warmup=0, top_k=0, sampler="random",
+              timeout=20.0)
+    tuner.tune(TuneSettings(**kw, out=tmp_path / "first"), console=quiet)
+    entry = bank_lookup(P, "cpu")
+    assert entry is not None
+    run = tuner.tune(TuneSettings(**kw, out=tmp_path / "second"), console=quiet)
+    info = json.loads((run / "run.json").read_text())
+    assert info["evaluated"] == 1                                               # search skipped
+    from forge.results import Store
+    store = Store.for_run(run)
+    assert store.get_meta("bank_hit") == entry[0]                              # and reported
+    store.close()
