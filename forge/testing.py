@@ -1,0 +1,57 @@
+"""Test doubles for executors and reports: a CPU backend that plants faults in chosen variants.
+
+`FaultyCpuBackend(target, {"crash": {"block_q": 16}, "hang": {...}})` generates the normal kernel,
+then, for variants whose config contains the given partial config, wraps `forge_kernel` so that
+it segfaults, never returns, corrupts its output, or fails to compile. Module-level class with plain
+attributes, so executors can pickle it to worker processes.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.backends.base import Source
+from forge.backends.cpu.backend import CpuBackend
+from forge.errors import ForgeInputError
+from forge.targets import Target
+from forge.variant import Variant
+
+# C statements run before / after the real kernel, per fault kind.
+_FAULTS: dict[str, tuple[str, str]] = {
+    "crash": ("*(volatile int *)0 = 1;  /* segfault */", ""),
+    "hang": ("volatile int spin = 1; while (spin) { }  /* never returns */", ""),
+    "wrong": ("", "out[0] += 1.0f;  /* wrong result */"),
+    "compile": ("this is not C;  /* syntax error */", ""),
+}
+
+
+def plant_fault(kernel: str, kind: str) -> str:
+    """Rename the kernel and wrap it with the fault's statements."""
+    before, after = _FAULTS[kind]
+    return ("#define forge_kernel forge_kernel_unfaulted\n" + kernel + "\n#undef forge_kernel\n"
+            f"/* forge.testing: planted fault '{kind}' */\n"
+            "void forge_kernel(const float *const *in, float *out, float *ws)\n{\n"
+            f"    {before}\n    forge_kernel_unfaulted(in, out, ws);\n    {after}\n}}\n")
+
+
+class FaultyCpuBackend(CpuBackend):
+    def __init__(self, target: Target, faults: dict[str, dict[str, Any]], measure: str = "auto", **options: Any):
+        super().__init__(target, measure=measure, **options)
+        unknown = set(faults) - set(_FAULTS)
+        if unknown:
+            raise ForgeInputError("faults", f"unknown fault {sorted(unknown)[0]!r}; allowed: {', '.join(_FAULTS)}")
+        self.faults = {k: dict(v) for k, v in faults.items()}
+
+    def fault_for(self, variant: Variant) -> str | None:
+        for kind, partial in self.faults.items():
+            if all(variant.config.get(k) == v for k, v in partial.items()):
+                return kind
+        return None
+
+    def generate(self, variant: Variant) -> Source:
+        src = super().generate(variant)
+        kind = self.fault_for(variant)
+        if kind is None:
+            return src
+        files = dict(src.files)
+        files[src.main] = plant_fault(files[src.main], kind)
+        return Source(files, src.main, src.language)

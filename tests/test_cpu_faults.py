@@ -1,0 +1,104 @@
+"""Crash, hang, wrong result and compile error become the right statuses; builds are cached."""
+from __future__ import annotations
+
+import pickle
+from concurrent.futures import ProcessPoolExecutor
+
+import pytest
+
+from forge.backends import get_backend
+from forge.ops import get_op
+from forge.targets import get_target
+from forge.testing import FaultyCpuBackend
+from forge.variant import Variant
+
+P = get_op("softmax").problem(dict(M=8, N=40))
+BASE = dict(algo="online", rows_per_task=1, vec=8, unroll=1, threads=1, schedule="static")
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
+
+
+@pytest.fixture(scope="module")
+def faulty():
+    return FaultyCpuBackend(get_target("cpu"), {"crash": {"unroll": 2}, "hang": {"unroll": 4},
+                                                "wrong": {"vec": 16, "unroll": 1}, "compile": {"rows_per_task": 4}})
+
+
+def _outcome(backend, cache_dir, cfg, timeout=20.0):
+    v = Variant(P, "cpu", cfg)
+    art = backend.build(v, cache_dir)
+    return art, backend.run(art, v, seed=0, warmup=0, reps=1, timeout=timeout)
+
+
+def test_crash_is_runtime_error_with_signal(faulty, cache_dir):
+    _, m = _outcome(faulty, cache_dir, BASE | {"unroll": 2})
+    assert m.status == "runtime_error" and "SIGSEGV" in m.reason
+
+
+def test_hang_is_timeout(faulty, cache_dir):
+    _, m = _outcome(faulty, cache_dir, BASE | {"unroll": 4}, timeout=1.5)
+    assert m.status == "timeout" and "1.5 s" in m.reason
+
+
+def test_wrong_result_is_incorrect_with_reason(faulty, cache_dir):
+    _, m = _outcome(faulty, cache_dir, BASE | {"vec": 16})
+    assert m.status == "incorrect" and "row 0 col 0" in m.reason and m.errors["max_abs"] >= 0.5
+
+
+def test_compile_error_carries_compiler_message(faulty, cache_dir):
+    art, m = _outcome(faulty, cache_dir, BASE | {"rows_per_task": 4})
+    assert not art.ok and "error" in art.error and "this is not C" in art.error
+    assert m.status == "compile_error"
+    assert not list(cache_dir.glob(f"{art.source_hash}*")), "a failed build must leave nothing in the cache"
+
+
+def test_unmatched_variant_is_healthy_and_backend_pickles(faulty, cache_dir):
+    _, m = _outcome(faulty, cache_dir, BASE)
+    assert m.status == "ok", m.reason
+    clone = pickle.loads(pickle.dumps(faulty))
+    assert clone.faults == faulty.faults and clone.fault_for(Variant(P, "cpu", BASE | {"unroll": 2})) == "crash"
+
+
+def test_build_cache_hit(cache_dir):
+    be = get_backend("cpu")
+    v = Variant(P, "cpu", BASE | {"algo": "twopass"})
+    first = be.build(v, cache_dir)
+    second = be.build(v, cache_dir)
+    assert first.ok and second.cached and second.path == first.path and second.source_hash == first.source_hash
+    assert second.build_seconds == 0.0
+
+
+def _build_in_process(args):
+    cache_dir, cfg = args
+    art = get_backend("cpu").build(Variant(P, "cpu", cfg), cache_dir)
+    return art.ok, art.path
+
+
+def test_parallel_builds_of_one_source_agree(tmp_path):
+    cfg = BASE | {"unroll": 4, "vec": 16}
+    with ProcessPoolExecutor(2) as pool:
+        results = list(pool.map(_build_in_process, [(tmp_path, cfg)] * 2))
+    assert all(ok for ok, _ in results) and results[0][1] == results[1][1]
+    assert [p.name for p in tmp_path.iterdir()] == [results[0][1].split("/")[-2]]   # no temp dirs left
+
+
+def test_model_is_roofline_and_scales_with_threads():
+    be = get_backend("cpu")
+    p = get_op("attention").problem(dict(B=1, H=8, S=1024, D=64))
+    cfg = dict(block_q=64, block_kv=64, vec=16, mr=4, nv=2, order="head", threads=1, schedule="static")
+    one, two = be.model(Variant(p, "cpu", cfg)), be.model(Variant(p, "cpu", cfg | {"threads": 2}))
+    assert one > 0 and (two < one or get_target("cpu").details["cores"] == 1)
+
+
+def test_generated_source_is_readable_with_config_on_top():
+    be = get_backend("cpu")
+    p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=2, S=64, D=32), "float32", {"causal": True})
+    cfg = dict(block_q=32, block_kv=64, vec=16, mr=2, nv=2, order="group", threads=1, schedule="dynamic")
+    text = be.generate(Variant(p, "cpu", cfg)).text
+    head = text[:1500]
+    for k, val in cfg.items():
+        assert f"{k}" in head and str(val) in head
+    assert "schedule(dynamic)" in text and "#define CAUSAL 1" in text

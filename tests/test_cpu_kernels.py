@@ -1,0 +1,84 @@
+"""Random valid configs of every CPU kernel compile and match the float64 reference (with tails)."""
+from __future__ import annotations
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from forge.backends import get_backend
+from forge.ops import get_op
+from forge.variant import Variant
+
+SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
+                    suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return get_backend("cpu")
+
+
+def _build_and_run(backend, cache_dir, p, index):
+    e = backend.space(p).enumerate()
+    cfg = e.config(index % len(e))
+    v = Variant(p, "cpu", cfg)
+    art = backend.build(v, cache_dir)
+    assert art.ok, art.error
+    m = backend.run(art, v, seed=index, warmup=0, reps=1, timeout=30)
+    assert m.status == "ok", (cfg, m.reason)
+    assert m.time_kind == "measured" and len(m.timings) == 1 and m.timings[0] > 0
+
+
+@SETTINGS
+@given(st.integers(1, 2), st.sampled_from([(2, 2), (4, 1), (4, 2)]), st.integers(1, 70), st.integers(1, 70),
+       st.sampled_from([8, 24, 32]), st.booleans(), st.integers(0, 10 ** 6))
+def test_attention_configs_correct(backend, cache_dir, b, heads, sq, skv, d, causal, index):
+    p = get_op("attention").problem(dict(B=b, Hq=heads[0], Hkv=heads[1], Sq=sq, Skv=skv, D=d), "float32",
+                                    {"causal": causal})
+    _build_and_run(backend, cache_dir, p, index)
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 300), st.booleans(), st.integers(0, 10 ** 6))
+def test_rmsnorm_configs_correct(backend, cache_dir, m, n, residual, index):
+    _build_and_run(backend, cache_dir, get_op("rmsnorm").problem(dict(M=m, N=n), "float32", {"residual": residual}), index)
+
+
+@SETTINGS
+@given(st.integers(1, 40), st.integers(1, 300), st.integers(0, 10 ** 6))
+def test_softmax_configs_correct(backend, cache_dir, m, n, index):
+    _build_and_run(backend, cache_dir, get_op("softmax").problem(dict(M=m, N=n)), index)
+
+
+@SETTINGS
+@given(st.integers(1, 80), st.integers(1, 150), st.integers(1, 150), st.booleans(), st.integers(0, 10 ** 6))
+def test_matmul_configs_correct(backend, cache_dir, m, n, k, tb, index):
+    _build_and_run(backend, cache_dir, get_op("matmul").problem(dict(M=m, N=n, K=k), "float32", {"transpose_b": tb}), index)
+
+
+def test_causal_rows_without_keys_are_zero(backend, cache_dir):
+    """Sq > Skv, bottom-right causal: the first Sq - Skv query rows see no key; output is zero."""
+    p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=8, D=16), "float32", {"causal": True})
+    cfg = dict(block_q=16, block_kv=32, vec=8, mr=2, nv=1, order="group", threads=1, schedule="static")
+    v = Variant(p, "cpu", cfg)
+    m = backend.run(backend.build(v, cache_dir), v, seed=3, warmup=0, reps=1, timeout=30)
+    assert m.status == "ok", m.reason
+
+
+@pytest.mark.parametrize("op,shape,attrs", [
+    ("attention", dict(B=1, Hq=4, Hkv=2, Sq=33, Skv=47, D=24), {"causal": True}),
+    ("rmsnorm", dict(M=9, N=70), {"residual": True}),
+    ("softmax", dict(M=9, N=70), {}),
+    ("matmul", dict(M=9, N=70, K=33), {"transpose_b": True}),
+])
+def test_unfused_baseline_correct(backend, cache_dir, op, shape, attrs, monkeypatch):
+    monkeypatch.setattr("forge.backends.cpu.backend.measure_vendor", lambda *a, **k: None)
+    p = get_op(op).problem(shape, "float32", attrs)
+    (base,) = backend.baselines(p, cache_dir, seed=1, reps=2, timeout=30)
+    assert base.name == "unfused" and base.measurement.status == "ok", base.measurement.reason
+    assert base.measurement.extra["steps"] == get_op(op).unfused_steps(p)
