@@ -1,0 +1,215 @@
+"""CudaBackend: generate CUDA C++ variants, compile them with nvcc here, enforce the post-compile
+limits (spills, smem, occupancy from ptxas registers), then measure on a GPU or model without one.
+
+`measure`: "device" always runs the harness, "model" never does, "auto" measures when the harness
+sees a GPU. A modeled time is labelled `time_kind="modeled"` and says no correctness was checked.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import subprocess
+import tempfile
+import uuid
+from pathlib import Path
+from typing import Any
+
+from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
+from forge.backends.cuda import harness as hx
+from forge.backends.cuda.arch import arch_of
+from forge.backends.cuda.model import kernel_time, unfused_time
+from forge.backends.cuda.nvcc import NVCC_FLAGS, arch_flags, compile_cubin, nvcc_path, nvcc_version
+from forge.backends.cuda.occupancy import occupancy
+from forge.backends.cuda.ptxas import parse_ptxas
+from forge.errors import ForgeInputError
+from forge.generators.cuda import Plan, for_op
+from forge.ops import get_op
+from forge.problem import Problem
+from forge.space import Space
+from forge.targets import Target
+from forge.variant import Variant
+
+MEASURE_MODES = ("auto", "model", "device")
+
+
+def default_cache() -> Path:
+    return Path(os.environ.get("FORGE_CACHE", Path(tempfile.gettempdir()) / "forge-cache"))
+
+
+class CudaBackend(Backend):
+    kind = "cuda"
+
+    def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False, **_: Any):
+        super().__init__(target)
+        if measure not in MEASURE_MODES:
+            raise ForgeInputError("measure", f"{measure!r} not allowed; allowed: {', '.join(MEASURE_MODES)}")
+        self.arch = arch_of(target)
+        self.measure = measure
+        self.allow_spills = allow_spills
+        self._gpu: tuple[bool, str] | None = None
+        self._plans: dict[str, Plan] = {}
+
+    # -- space ------------------------------------------------------------------------------------
+    def supports(self, problem: Problem) -> str | None:
+        try:
+            return for_op(problem.op).supports(problem)
+        except ForgeInputError as e:
+            return str(e)
+
+    def space(self, problem: Problem) -> Space:
+        why = self.supports(problem)
+        if why:
+            raise ForgeInputError("op", f"{problem.short()} on {self.target.name}: {why}")
+        return for_op(problem.op).space(problem, self.arch)
+
+    def plan(self, variant: Variant) -> Plan:
+        key = variant.key()
+        if key not in self._plans:
+            self._plans[key] = for_op(variant.problem.op).plan(variant.problem, variant.config, self.arch)
+        return self._plans[key]
+
+    def resources(self, variant: Variant) -> dict[str, Any]:
+        est = dict(self.plan(variant).estimates)
+        occ = occupancy(self.arch.limits, est["threads"], min(est["est_regs"], 255), 0, est["smem"])
+        est["predicted_blocks_per_sm"] = occ.blocks_per_sm
+        return est
+
+    # -- code -------------------------------------------------------------------------------------
+    def generate(self, variant: Variant) -> Source:
+        pl = self.plan(variant)
+        return Source(dict(pl.files), pl.main, "cuda")
+
+    def flags(self) -> list[str]:
+        return [*arch_flags(self.arch.sm), *NVCC_FLAGS]
+
+    def toolchain(self) -> str:
+        return nvcc_version()
+
+    def build(self, variant: Variant, cache_dir: Path) -> Artifact:
+        src = self.generate(variant)
+        flags = self.flags()
+        digest = src.digest(flags)
+        res = compile_cubin(src.files, src.main, self.arch.sm, Path(cache_dir) / "cuda" / digest)
+        art = Artifact(variant.key(), digest, res.ok, str(res.cubin) if res.ok else "", "" if res.ok else res.log,
+                       nvcc_version(), flags, res.seconds, res.cached)
+        if res.ok:
+            art.resources = self.check_compiled(variant, res.log)
+        return art
+
+    def check_compiled(self, variant: Variant, ptxas_log: str) -> dict[str, Any]:
+        """ptxas numbers + occupancy per kernel, and the violations that make the variant invalid."""
+        pl = self.plan(variant)
+        lim = self.arch.limits
+        rep = parse_ptxas(ptxas_log)
+        kernels: dict[str, Any] = {}
+        violations: list[str] = []
+        min_blocks = int(pl.estimates.get("min_blocks", 1))
+        for i, launch in enumerate(pl.launches):
+            k = rep.kernels.get(launch.kernel)
+            if k is None:
+                violations.append(f"build: no ptxas record for kernel {launch.kernel}")
+                continue
+            threads = launch.block[0] * launch.block[1] * launch.block[2]
+            occ = occupancy(lim, threads, k.registers, k.smem, launch.smem, max(1, k.barriers))
+            kernels[launch.kernel] = {**k.as_dict(), "dynamic_smem": launch.smem, "threads": threads,
+                                      **{f"occ_{a}": b for a, b in occ.as_dict().items() if a != "limits"}}
+            if k.spills and not self.allow_spills:
+                violations.append(f"spills: {launch.kernel} spills {k.spill_stores} B stores + {k.spill_loads} B loads "
+                                  f"at {k.registers} registers ({k.stack_frame} B stack frame)")
+            total_smem = k.smem + launch.smem
+            if total_smem > lim.smem_per_block_optin:
+                violations.append(f"smem: {launch.kernel} {total_smem} B (static {k.smem} + dynamic {launch.smem}) "
+                                  f"> {lim.smem_per_block_optin} B opt-in max")
+            want = min_blocks if i == 0 else 1
+            if occ.blocks_per_sm < want:
+                violations.append(f"occupancy: {launch.kernel} {occ.blocks_per_sm} block(s)/SM < min_blocks {want} "
+                                  f"(binding {'+'.join(occ.binding)}: {k.registers} regs x {threads} threads, "
+                                  f"{occ.smem_per_block} B smem per block)")
+        main = kernels.get(pl.launches[0].kernel, {})
+        return {"kernels": kernels, "violations": violations, "regs": main.get("registers"),
+                "spills": main.get("spill_stores", 0) + main.get("spill_loads", 0),
+                "static_smem": main.get("smem"), "dynamic_smem": pl.launches[0].smem,
+                "blocks_per_sm": main.get("occ_blocks_per_sm"), "occupancy": main.get("occ_occupancy"),
+                "binding": main.get("occ_binding"), "arch": self.arch.sm}
+
+    # -- run / model ------------------------------------------------------------------------------
+    def measure_available(self) -> tuple[bool, str]:
+        if self._gpu is None:
+            if shutil.which("nvidia-smi") is None and not Path("/dev/nvidia0").exists():
+                self._gpu = (False, "no NVIDIA GPU visible (no nvidia-smi on PATH, no /dev/nvidia0)")
+            elif nvcc_path() is None:
+                self._gpu = (False, "nvcc not found: cannot build the timing harness")
+            else:
+                info = hx.probe(default_cache())
+                self._gpu = (True, "") if info.get("ok") else \
+                    (False, f"harness probe failed at {info.get('stage')}: {info.get('error')}")
+        return self._gpu
+
+    def _use_device(self) -> tuple[bool, str]:
+        if self.measure == "model":
+            return False, "measure=model"
+        return self.measure_available()
+
+    def model(self, variant: Variant) -> float:
+        return kernel_time(self.arch, variant.problem, self.plan(variant).estimates)[0]
+
+    def run(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,
+            timeout: float) -> Measurement:
+        if not artifact.ok:
+            return Measurement("compile_error", artifact.error[-2000:])
+        violations = artifact.resources.get("violations") or []
+        if violations:
+            return Measurement("invalid", "; ".join(violations))
+        on_device, why = self._use_device()
+        if not on_device:
+            if self.measure == "device":
+                return Measurement("runtime_error", f"measure=device but {why}")
+            t, parts = kernel_time(self.arch, variant.problem, self.plan(variant).estimates, artifact.resources.get("regs"))
+            if t == float("inf"):
+                return Measurement("invalid", f"occupancy: {parts['reason']}")
+            parts["correctness"] = f"not checked: modeled time, no GPU run ({why})"
+            return Measurement("ok", timings=[t], time_kind="modeled", extra=parts)
+        return self._run_device(artifact, variant, seed=seed, warmup=warmup, reps=reps, timeout=timeout)
+
+    def _run_device(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,
+                    timeout: float) -> Measurement:
+        p = variant.problem
+        op = get_op(p.op)
+        pl = self.plan(variant)
+        cache = Path(artifact.path).parent.parent.parent if artifact.path else default_cache()
+        exe, err = hx.build_harness(cache)
+        if exe is None:
+            return Measurement("runtime_error", f"harness build failed: {err[-1000:]}")
+        work = cache / "runs" / uuid.uuid4().hex[:12]
+        work.mkdir(parents=True)
+        try:
+            inputs = op.make_inputs(p, seed)
+            spec = hx.write_spec(pl, Path(artifact.path), work, inputs, p.dtype, warmup=warmup,
+                                 iters=max(1, reps), trials=1)
+            out = hx.run_harness(exe, [str(spec)], timeout)
+            if not out.get("ok"):
+                status = "timeout" if out.get("stage") == "timeout" else "runtime_error"
+                return Measurement(status, f"{out.get('stage')}: {out.get('error')}")
+            spec_out = op.output(p)
+            got = hx.read_outputs(pl, work, p.dtype, {spec_out.name: spec_out.shape})[spec_out.name]
+            metrics = op.check(p, inputs, got, seed=seed)
+            times = [ms * 1e-3 for ms in out.pop("times_ms", [])]
+            extra = {k: v for k, v in out.items() if k != "returncode"}
+            if not metrics.ok:
+                return Measurement("incorrect", metrics.reason, times, metrics.as_dict(), "measured", extra)
+            return Measurement("ok", "", times, metrics.as_dict(), "measured", extra)
+        finally:
+            hx.clean(work)
+
+    # -- baselines --------------------------------------------------------------------------------
+    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
+                  timeout: float) -> list[Baseline]:
+        t, steps = unfused_time(self.arch, problem)
+        out = [Baseline("unfused", f"unfused sequence ({len(steps)} kernels, modeled roofline)",
+                        Measurement("ok", timings=[t], time_kind="modeled", extra={"steps": steps}))]
+        on_device, _ = self._use_device()
+        if on_device:
+            from forge.backends.cuda.torch_ref import measure_torch
+            for name, label, m in measure_torch(problem, seed=seed, reps=reps, timeout=timeout):
+                out.append(Baseline(name, label, m))
+        return out

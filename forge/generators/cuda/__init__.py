@@ -1,0 +1,23 @@
+"""CUDA C++ generators (Jinja2 templates in `templates/`): attention (FA2-style), gemm, rmsnorm, softmax.
+
+`for_op(name)` returns the module with `supports(problem)`, `space(problem, arch)` and
+`plan(problem, config, arch) -> Plan`.
+"""
+from __future__ import annotations
+
+from types import ModuleType
+
+from forge.errors import ForgeInputError
+from forge.generators.cuda import attention, gemm, rows
+from forge.generators.cuda.plan import Buffer, Launch, Plan
+
+MODULES: dict[str, ModuleType] = {"attention": attention, "matmul": gemm, "rmsnorm": rows, "softmax": rows}
+
+
+def for_op(op: str) -> ModuleType:
+    if op not in MODULES:
+        raise ForgeInputError("op", f"no CUDA generator for {op!r}; available: {', '.join(sorted(MODULES))}")
+    return MODULES[op]
+
+
+__all__ = ["Buffer", "Launch", "MODULES", "Plan", "for_op"]

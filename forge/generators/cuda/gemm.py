@@ -1,0 +1,118 @@
+"""Tiled tensor-core GEMM for CUDA: space, resource formulas and plan (cuda.md §4.6)."""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
+                                        config_header, config_line, load_space_values, render)
+from forge.ops.matmul import Matmul
+from forge.problem import Problem
+from forge.space import Constraint, Space, choice, limit
+
+REG_OVERHEAD = 48
+
+
+def supports(p: Problem) -> str | None:
+    if p.dtype not in ("float16", "bfloat16"):
+        return f"CUDA matmul uses fp16/bf16 tensor cores; dtype {p.dtype} is not generated"
+    s = p.shape
+    if s["K"] % 8 or s["N"] % 8:
+        return f"K={s['K']} and N={s['N']} must be multiples of 8 (16-byte cp.async rows)"
+    return None
+
+
+def threads(c):
+    return (c["block_m"] // c["warp_m"]) * (c["block_n"] // c["warp_n"]) * 32
+
+
+def smem_bytes(c, p: Problem):
+    a = c["block_m"] * (c["block_k"] + SMEM_PAD)
+    b = c["block_n"] * (c["block_k"] + SMEM_PAD) if p.attrs.get("transpose_b") else c["block_k"] * (c["block_n"] + SMEM_PAD)
+    return c["stages"] * ELT[p.dtype] * (a + b)
+
+
+def acc_regs(c):
+    return c["warp_m"] * c["warp_n"] // 32
+
+
+def tiles(c, p: Problem):
+    return -(-p.shape["M"] // c["block_m"]) * -(-p.shape["N"] // c["block_n"])
+
+
+def _fit(n: int) -> int:
+    """Smallest power of two >= n (at least 64): larger blocks than this only compute padding."""
+    v = 64
+    while v < n:
+        v *= 2
+    return v
+
+
+def space(p: Problem, arch) -> Space:
+    lim = arch.limits
+    vals = load_space_values("gemm")
+    params = [choice(k, v, ordered=True) for k, v in vals.items()]
+    k_tiles = lambda c: -(-p.shape["K"] // c["block_k"])  # noqa: E731
+    cons = [
+        Constraint("warps", lambda c: (c["warp_m"] <= c["block_m"]) & (c["warp_n"] <= c["block_n"]),
+                   lambda c: "warp tile larger than the block tile"),
+        limit("threads", threads, min(lim.max_threads_per_block, 512), "threads",
+              lambda c: f"(block_m/warp_m) x (block_n/warp_n) x 32"),
+        Constraint("tile", lambda c: (c["block_m"] <= _fit(p.shape["M"])) & (c["block_n"] <= _fit(p.shape["N"])),
+                   lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output"),
+        limit("smem", lambda c: smem_bytes(c, p), lim.smem_per_block_optin, "B",
+              lambda c: f"stages {c['stages']} x {ELT[p.dtype]} B x (A {c['block_m']}x{c['block_k']} + B tile), padded rows"),
+        limit("regs", acc_regs, lim.max_regs_per_thread, "regs", lambda c: "fp32 accumulators warp_m x warp_n / 32"),
+        limit("occupancy", lambda c: c["min_blocks"] * (smem_bytes(c, p) + lim.reserved_smem_per_block),
+              lim.smem_per_sm, "B", lambda c: f"min_blocks={c['min_blocks']} x smem per block"),
+        limit("occupancy", lambda c: c["min_blocks"] * threads(c) * (acc_regs(c) + REG_OVERHEAD), lim.regs_per_sm,
+              "regs", lambda c: f"min_blocks={c['min_blocks']} x threads x estimated regs"),
+        Constraint("split_k", lambda c: (c["split_k"] == 1) | ((tiles(c, p) < arch.sms) & (c["split_k"] * 4 <= k_tiles(c))),
+                   lambda c: f"split_k={c['split_k']}: {tiles(c, p)} output tiles already cover {arch.sms} SMs "
+                             f"or K has too few tiles"),
+        Constraint("group_m", lambda c: (c["group_m"] == 1) | (-(-p.shape["M"] // c["block_m"]) > 1),
+                   lambda c: "grouped rasterisation needs more than one row of tiles"),
+    ]
+    return Space(params, cons)
+
+
+def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
+    s = p.shape
+    op = Matmul()
+    tb = bool(p.attrs.get("transpose_b"))
+    consts = {"M": s["M"], "N": s["N"], "K": s["K"], "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
+              "BLOCK_K": c["block_k"], "WARP_M": c["warp_m"], "WARP_N": c["warp_n"], "STAGES": c["stages"],
+              "SPLIT_K": c["split_k"], "GROUP_M": c["group_m"], "MIN_BLOCKS": c["min_blocks"], "SMEM_PAD": SMEM_PAD}
+    files = {
+        "kernel.cu": render("gemm.cu.j2", problem=p.short(), config_line=config_line(c), transpose_b=tb,
+                            split_k=c["split_k"]),
+        "forge_config.h": config_header(f"{p.short()} | {config_line(c)}", p.dtype, consts),
+        "forge_cuda.cuh": common_header(),
+    }
+    elt = ELT[p.dtype]
+    buffers = [Buffer(t.name, "in", s["M"] * s["K"] * elt if t.name == "a" else s["K"] * s["N"] * elt)
+               for t in op.inputs(p)]
+    buffers.append(Buffer("c", "out", s["M"] * s["N"] * elt))
+    n_tiles = int(tiles(c, p))
+    grid = (n_tiles, 1, c["split_k"])
+    smem = int(smem_bytes(c, p))
+    if c["split_k"] > 1:
+        buffers.append(Buffer("workspace", "scratch", c["split_k"] * s["M"] * s["N"] * 4))
+        launches = [Launch("forge_gemm", grid, (threads(c), 1, 1), smem, ["buf:a", "buf:b", "null", "buf:workspace"]),
+                    Launch("forge_gemm_reduce", (cdiv(s["M"] * s["N"], 256), 1, 1), (256, 1, 1), 0,
+                           ["buf:workspace", "buf:c"])]
+    else:
+        launches = [Launch("forge_gemm", grid, (threads(c), 1, 1), smem, ["buf:a", "buf:b", "buf:c", "null"])]
+    padded = cdiv(s["M"], c["block_m"]) * c["block_m"] * cdiv(s["N"], c["block_n"]) * c["block_n"]
+    kpad = cdiv(s["K"], c["block_k"]) * c["block_k"]
+    # DRAM traffic: A is re-read once per column of tiles and B once per row of tiles unless L2 holds
+    # them; grouped rasterisation keeps GROUP_M rows of tiles' B in L2 (an estimate).
+    tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
+    reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * elt else 1.0
+    ws = 2 * c["split_k"] * s["M"] * s["N"] * 4 if c["split_k"] > 1 else 0
+    est = {"threads": int(threads(c)), "smem": smem, "est_regs": int(acc_regs(c)) + REG_OVERHEAD,
+           "grid_blocks": n_tiles * c["split_k"], "flops_executed": 2.0 * padded * kpad,
+           "bytes_moved": op.min_bytes(p) * reread + ws, "tensor_core": True, "pipelined": True,
+           "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),
+           # A and B fragments read from smem per FLOP of a warp tile
+           "smem_bytes_per_flop": (c["warp_m"] + c["warp_n"]) * elt / (2.0 * c["warp_m"] * c["warp_n"])}
+    return Plan(files, "kernel.cu", buffers, launches, est)

@@ -1,0 +1,74 @@
+"""Row-wise kernels (rmsnorm with optional residual, softmax) for CUDA: space and plan."""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
+                                        config_line, load_space_values, render)
+from forge.ops import get_op
+from forge.problem import Problem
+from forge.space import Constraint, Space, choice, limit
+
+MAX_CACHED = 64   # floats of a row kept in registers per thread
+
+
+def supports(p: Problem) -> str | None:
+    return None if p.dtype in ELT else f"dtype {p.dtype} not generated for CUDA"
+
+
+def vec(c, p: Problem):
+    return np.maximum(1, c["vec_bytes"] // ELT[p.dtype])
+
+
+def cached(c, p: Problem):
+    v = vec(c, p)
+    return -(-(p.shape["N"] // v) // c["row_threads"]) * v
+
+
+def space(p: Problem, arch) -> Space:
+    vals = load_space_values("rows")
+    n, elt = p.shape["N"], ELT[p.dtype]
+    vals["vec_bytes"] = [b for b in vals["vec_bytes"] if b >= elt]
+    params = [choice(k, v, ordered=True) for k, v in vals.items()]
+    cons = [
+        Constraint("row_threads", lambda c: (c["row_threads"] <= c["threads"]) & (c["threads"] % c["row_threads"] == 0),
+                   lambda c: f"row_threads={c['row_threads']} must divide threads={c['threads']}"),
+        Constraint("align", lambda c: n % vec(c, p) == 0,
+                   lambda c: f"N={n} is not a multiple of the vector width {int(vec(c, p))}"),
+        Constraint("waste", lambda c: c["row_threads"] * vec(c, p) <= np.maximum(32 * vec(c, p), n),
+                   lambda c: f"{c['row_threads']} threads x {int(vec(c, p))} elements exceed a row of {n}"),
+        limit("regs", lambda c: cached(c, p), MAX_CACHED, "floats",
+              lambda c: f"row slice cached per thread: ceil(N / vec / row_threads) x vec"),
+        Constraint("rows_per_block", lambda c: c["threads"] // c["row_threads"] <= np.maximum(1, p.shape["M"]),
+                   lambda c: "more rows per block than rows"),
+    ]
+    return Space(params, cons)
+
+
+def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
+    op = get_op(p.op)
+    s = p.shape
+    v = int(vec(c, p))
+    consts = {"M": s["M"], "N": s["N"], "THREADS": c["threads"], "ROW_THREADS": c["row_threads"], "VEC": v}
+    residual = bool(p.attrs.get("residual"))
+    if p.op == "rmsnorm":
+        consts["EPS"] = float(p.attrs["eps"])
+    files = {
+        "kernel.cu": render("rows.cu.j2", op=p.op, residual=residual, problem=p.short(), config_line=config_line(c)),
+        "forge_config.h": config_header(f"{p.short()} | {config_line(c)}", p.dtype, consts),
+        "forge_cuda.cuh": common_header(),
+    }
+    elt = ELT[p.dtype]
+    buffers = [Buffer(t.name, "in", int(np.prod(t.shape)) * elt) for t in op.inputs(p)]
+    out = op.output(p)
+    buffers.append(Buffer(out.name, "out", int(np.prod(out.shape)) * elt))
+    args = [f"buf:{t.name}" for t in op.inputs(p)] + [f"buf:{out.name}"]
+    rpb = c["threads"] // c["row_threads"]
+    grid = (cdiv(s["M"], rpb), 1, 1)
+    launches = [Launch(f"forge_{p.op}", grid, (c["threads"], 1, 1), 0, args)]
+    est = {"threads": c["threads"], "smem": 0, "est_regs": int(cached(c, p)) + 24, "grid_blocks": grid[0],
+           "flops_executed": op.flops(p), "bytes_moved": op.min_bytes(p), "tensor_core": False,
+           "pipelined": True, "min_blocks": 1, "launches": 1, "vec": v}
+    return Plan(files, "kernel.cu", buffers, launches, est)
