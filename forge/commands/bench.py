@@ -24,6 +24,8 @@ def bench(
     measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
     seed: int = typer.Option(0, "--seed"),
     report_only: bool = typer.Option(False, "--report-only", help="rebuild the leaderboard without tuning"),
+    export_sol: Optional[Path] = typer.Option(None, "--export-sol", help="also write SOL-ExecBench solutions "
+                                                                          "(CUDA targets) and traces.jsonl here"),
 ) -> None:
     """Tune every case of a suite (resumable) and write one leaderboard."""
     wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
@@ -42,6 +44,13 @@ def bench(
     paths = write_reports(bench_dir)
     for kind, p in paths.items():
         typer.echo(f"{kind}: {p}")
+    if export_sol:
+        from forge.bench.board import build_board
+        from forge.bench.exporters import export_sol as export
+
+        done = export(build_board(bench_dir), export_sol)
+        typer.echo(f"SOL export: {len(done['solutions'])} solutions, {done['traces']} trace lines, "
+                   f"{len(done['skipped'])} not exportable -> {export_sol}")
 
 
 def register(app: typer.Typer) -> None:
