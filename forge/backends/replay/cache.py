@@ -1,0 +1,170 @@
+"""Load a Kernel Tuner cache file (brute-forced tuning space) into forge's own space model.
+
+Format: shared/data/tuningdata/README.md "Format". The file is the complete valid space of one
+kernel on one device: a point of the Cartesian product of `tune_params` that is absent from
+`cache` is infeasible, a string `time` ("RuntimeFailedConfig", "CompilationFailedConfig") is a
+failure that still cost a compile (and a launch). Strategies only ever see the `Space`, its
+enumeration and the values they are told; the per-point data stays here.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any, Mapping
+
+import numpy as np
+
+from forge.errors import ForgeInputError
+from forge.space import Constraint, Enumeration, Param, Space
+
+NOT_IN_CACHE = "not in cache"
+# Kernel Tuner's failure markers (kernel_tuner/util.py: ErrorConfig subclasses) -> forge status.
+FAILURE_STATUS = {
+    "CompilationFailedConfig": "compile_error",
+    "RuntimeFailedConfig": "runtime_error",
+    "InvalidConfig": "invalid",
+}
+# Fields whose sum is the simulated cost of evaluating one point, as Kernel Tuner's simulation
+# runner counts it (kernel_tuner/runners/simulation.py): compile + verify + benchmark, in ms.
+COST_FIELDS = ("compile_time", "verification_time", "benchmark_time")
+
+
+@dataclass
+class ReplayData:
+    """A brute-forced space: forge `Space` + per-valid-row time (s), status and simulated cost (s)."""
+
+    path: Path
+    kernel: str
+    device: str
+    space: Space
+    enumeration: Enumeration
+    time_s: np.ndarray        # [n_valid] float, NaN where the point failed
+    status: np.ndarray        # [n_valid] object: "ok" | "compile_error" | "runtime_error" | ...
+    cost_s: np.ndarray        # [n_valid] simulated compile + verify + benchmark seconds
+    flat: np.ndarray          # [n_valid] flat Cartesian index of each valid row (sorted)
+
+    @property
+    def name(self) -> str:
+        return f"{self.path.parent.name}/{self.path.name.split('.')[0]}"
+
+    @property
+    def optimum_s(self) -> float:
+        return float(np.nanmin(self.time_s))
+
+    @property
+    def n_ok(self) -> int:
+        return int(np.count_nonzero(self.status == "ok"))
+
+    def row_of_config(self, config: Mapping[str, Any]) -> int | None:
+        """Valid row of a config, or None when it is not in the cache (infeasible)."""
+        try:
+            idx = self.space.indices(config)
+        except ForgeInputError:
+            return None
+        f = int(np.ravel_multi_index(tuple(idx), _sizes(self.space)))
+        i = int(np.searchsorted(self.flat, f))
+        return i if i < len(self.flat) and self.flat[i] == f else None
+
+
+def _sizes(space: Space) -> tuple[int, ...]:
+    return tuple(len(p.values) for p in space.params)
+
+
+def _is_numeric(values: list[Any]) -> bool:
+    return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
+
+
+def _read_json(path: Path) -> dict[str, Any]:
+    with open(path, "rb") as fh:
+        magic = fh.read(2)
+    opener = gzip.open if magic == b"\x1f\x8b" else open
+    try:
+        with opener(path, "rt", encoding="utf-8") as fh:
+            return json.load(fh)
+    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ForgeInputError("cachefile", f"{path}: not a readable Kernel Tuner cache file ({exc})") from None
+
+
+def _in_cache_constraint(space_params: list[Param], flat_sorted: np.ndarray) -> Constraint:
+    """The space's only hard rule: the point is one of the cache's records (vectorised)."""
+    sizes = tuple(len(p.values) for p in space_params)
+    lookups = []
+    for p in space_params:
+        vals = np.array(p.values, dtype=object if not _is_numeric(list(p.values)) else None)
+        order = np.argsort(vals, kind="stable")
+        lookups.append((vals[order], order))
+    flat_set = set(int(f) for f in flat_sorted)
+
+    def ok(cols: Mapping[str, Any]) -> Any:
+        scalar = all(np.ndim(cols[p.name]) == 0 for p in space_params)
+        idx = []
+        for p, (sorted_vals, order) in zip(space_params, lookups):
+            col = np.atleast_1d(np.asarray(cols[p.name], dtype=sorted_vals.dtype))
+            pos = np.clip(np.searchsorted(sorted_vals, col), 0, len(sorted_vals) - 1)
+            hit = sorted_vals[pos] == col
+            idx.append(np.where(hit, order[pos], -1))
+        idx_arr = np.stack(idx)
+        known = (idx_arr >= 0).all(axis=0)
+        flat = np.ravel_multi_index(tuple(np.maximum(idx_arr, 0)), sizes)
+        if scalar:
+            return bool(known[0]) and int(flat[0]) in flat_set
+        return known & np.isin(flat, flat_sorted, assume_unique=False)
+
+    def explain(cfg: dict[str, Any]) -> str:
+        return "this configuration was never built/measured in the brute-forced cache (infeasible)"
+
+    return Constraint(NOT_IN_CACHE, ok, explain)
+
+
+def load_cache(path: str | Path) -> ReplayData:
+    """Read a Kernel Tuner cache file (gzip or plain JSON) from any path."""
+    path = Path(path)
+    if not path.is_file():
+        raise ForgeInputError("cachefile", f"{path}: no such file")
+    doc = _read_json(path)
+    for key in ("tune_params_keys", "tune_params", "cache"):
+        if key not in doc:
+            raise ForgeInputError("cachefile", f"{path}: missing top-level key {key!r} "
+                                  "(expected a Kernel Tuner cache: tune_params_keys, tune_params, cache)")
+    keys = list(doc["tune_params_keys"])
+    tp = doc["tune_params"]
+    params = []
+    for k in keys:
+        vals = list(tp[k])
+        params.append(Param(k, tuple(vals), ordered=_is_numeric(vals)))
+    sizes = tuple(len(p.values) for p in params)
+    index_of = [{v: i for i, v in enumerate(p.values)} for p in params]
+
+    rows: dict[int, tuple[float, str, float]] = {}
+    for ckey, rec in doc["cache"].items():
+        try:
+            idx = [index_of[j][rec[k]] for j, k in enumerate(keys)]
+        except KeyError:
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has a value outside tune_params") from None
+        t = rec.get("time")
+        if isinstance(t, str):
+            time, status = float("nan"), FAILURE_STATUS.get(t, "runtime_error")
+        elif isinstance(t, (int, float)) and np.isfinite(t):
+            time, status = float(t) / 1000.0, "ok"
+        else:
+            time, status = float("nan"), "runtime_error"
+        if status == "invalid":       # an InvalidConfig record is the same as absent
+            continue
+        cost = sum(float(rec.get(f, 0.0) or 0.0) for f in COST_FIELDS) / 1000.0
+        rows[int(np.ravel_multi_index(tuple(idx), sizes))] = (time, status, cost)
+    if not rows:
+        raise ForgeInputError("cachefile", f"{path}: the cache holds no configurations")
+
+    flat = np.array(sorted(rows), dtype=np.int64)
+    space = Space(params, [_in_cache_constraint(params, flat)])
+    valid = np.stack(np.unravel_index(flat, sizes), axis=1).astype(np.int32)
+    # Build the enumeration directly from the cache: same rows, same order (flat-index order) as
+    # `space.enumerate()` would give, without scanning the Cartesian product.
+    enum = Enumeration(space, valid, {NOT_IN_CACHE: int(np.prod(sizes)) - len(flat)}, int(np.prod(sizes)))
+    time_s = np.array([rows[f][0] for f in flat], dtype=float)
+    status = np.array([rows[f][1] for f in flat], dtype=object)
+    cost_s = np.array([rows[f][2] for f in flat], dtype=float)
+    return ReplayData(path, str(doc.get("kernel_name", "")), str(doc.get("device_name", "")),
+                      space, enum, time_s, status, cost_s, flat)

@@ -1,0 +1,77 @@
+"""Run a strategy over a replayed brute-forced space with forge's budget accounting.
+
+Budget = unique valid evaluations: every proposal that is in the space (successful or failed)
+costs one; an infeasible proposal (not in the cache) costs nothing and is not told; a repeated
+proposal is served from what was already measured and costs nothing. An optional simulated time
+budget adds up the recorded compile + verify + benchmark time of each evaluation.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from forge.backends.replay import ReplayBackend, ReplayData
+from forge.search.strategies import get_strategy
+
+
+@dataclass
+class ReplayResult:
+    strategy: str
+    seed: int
+    best_s: float                     # best successful time found (worst successful if none)
+    found: bool                       # at least one success
+    evaluations: int                  # unique valid evaluations spent
+    failures: int                     # of which failed (compile/runtime)
+    infeasible: int                   # infeasible proposals (free)
+    simulated_s: float                # recorded build + benchmark seconds spent
+    trace: np.ndarray = field(repr=False, default_factory=lambda: np.zeros(0))  # best-so-far per evaluation
+    proposals: list[dict[str, Any]] = field(repr=False, default_factory=list)
+
+
+def run_replay(data: ReplayData, strategy: str, budget: int, seed: int = 0, batch: int = 1,
+               time_budget_s: float | None = None, **options: Any) -> ReplayResult:
+    """Ask/tell `strategy` on `data` until `budget` unique valid evaluations (or the time budget,
+    or the space) are spent. `batch` configs are asked at once, as an executor would run them."""
+    backend = ReplayBackend(data)
+    strat = get_strategy(strategy, data.enumeration, seed, **options)
+    seen: dict[int, float | None] = {}
+    worst = float(np.nanmax(data.time_s))
+    best, evals, fails, infeasible, spent = np.inf, 0, 0, 0, 0.0
+    trace: list[float] = []
+    proposals: list[dict[str, Any]] = []
+    stalled = 0
+    while evals < budget and (time_budget_s is None or spent < time_budget_s):
+        configs = strat.ask(min(batch, budget - evals))
+        if not configs:
+            break
+        progressed = False
+        for cfg in configs:
+            proposals.append(cfg)
+            row = data.row_of_config(cfg)
+            if row is None:
+                infeasible += 1
+                continue
+            if row in seen:
+                strat.tell(cfg, seen[row])
+                continue
+            if evals >= budget:
+                break
+            value, status, cost = backend.evaluate_row(row)
+            seen[row] = value
+            evals += 1
+            spent += cost
+            progressed = True
+            if value is None:
+                fails += 1
+            else:
+                best = min(best, value)
+            trace.append(best if np.isfinite(best) else worst)
+            strat.tell(cfg, value)
+        stalled = 0 if progressed else stalled + 1
+        if stalled > 1000:          # a strategy that only proposes infeasible/repeated points
+            break
+    found = bool(np.isfinite(best))
+    return ReplayResult(strategy, seed, best if found else worst, found, evals, fails, infeasible,
+                        spent, np.array(trace), proposals)
