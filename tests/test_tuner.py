@@ -81,6 +81,8 @@ def _tune_subset(s, faults, configs):
 
 
 def _search_rows(run: Path) -> list[tuple[int, str]]:
+    if not (run / "forge.sqlite").exists():
+        return []
     db = sqlite3.connect(run / "forge.sqlite")
     try:
         return db.execute("SELECT id, variant_key FROM records WHERE phase = 'search' ORDER BY id").fetchall()
