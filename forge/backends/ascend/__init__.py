@@ -1,0 +1,1 @@
+"""Ascend target family: pipeline descriptions, hard constraints, pipe model, emulation, CANN path."""

@@ -1,0 +1,119 @@
+"""The plan contract shared by every Ascend C generator, and rendering of the kernel-launch files."""
+from __future__ import annotations
+
+import math
+from abc import ABC, abstractmethod
+from pathlib import Path
+from typing import Any
+
+import jinja2
+import numpy as np
+
+from forge.backends.ascend.constraints import Resources, hard_constraints
+from forge.backends.ascend.hw import AscendHW
+from forge.backends.ascend.pipeline import Pipeline
+from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
+from forge.backends.base import Source
+from forge.errors import ForgeInputError
+from forge.ops import get_op
+from forge.problem import Problem
+from forge.space import Constraint, Param, Space
+
+TEMPLATES = Path(__file__).parent / "templates"
+_env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
+                          trim_blocks=True, lstrip_blocks=True, keep_trailing_newline=True)
+
+CTYPE = {"float16": "half", "bfloat16": "bfloat16_t", "float32": "float"}
+ELEM = {"float16": 2, "bfloat16": 2, "float32": 4}
+
+
+def cdiv(a: Any, b: Any) -> Any:
+    return -(-a // b)
+
+
+def round_up(a: Any, b: Any) -> Any:
+    return cdiv(a, b) * b
+
+
+class Plan(ABC):
+    """The description of one operator on one Ascend target."""
+
+    op = ""
+    template = ""
+    kind = "aiv"                     # aiv | aic | mix
+
+    def __init__(self, problem: Problem, hw: AscendHW):
+        self.p = problem
+        self.hw = hw
+        self.e = ELEM[problem.dtype]
+        self.ctype = CTYPE[problem.dtype]
+
+    # -- the search space --------------------------------------------------------------------
+    @abstractmethod
+    def params(self) -> list[Param]: ...
+
+    def extra_constraints(self) -> list[Constraint]:
+        return []
+
+    @abstractmethod
+    def resources(self, c: dict[str, Any]) -> Resources:
+        """Vectorised over numpy columns (or scalars for one config)."""
+
+    def space(self) -> Space:
+        return Space(self.params(), self.extra_constraints() + hard_constraints(self.hw, self.resources))
+
+    # -- one config ---------------------------------------------------------------------------
+    @abstractmethod
+    def pipeline(self, cfg: dict[str, Any]) -> Pipeline: ...
+
+    @abstractmethod
+    def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
+        """Stage sequence of the most loaded core(s), and the number of active AI cores/AIVs."""
+
+    @abstractmethod
+    def context(self, cfg: dict[str, Any]) -> dict[str, Any]: ...
+
+    def model(self, cfg: dict[str, Any]) -> "ModelResult":
+        """Modeled time of this config (pipemodel.simulate over `programs`)."""
+        progs, active = self.programs(cfg)
+        return simulate(self.pipeline(cfg), self.hw, progs, active)
+
+    def emulation_problem(self, cfg: dict[str, Any]) -> Problem:
+        """A small problem with the same tiling structure, run by the CPU emulator."""
+        return self.p
+
+    def workspace_bytes(self, cfg: dict[str, Any]) -> int:
+        return 0
+
+    # -- rendering ----------------------------------------------------------------------------
+    def render(self, cfg: dict[str, Any]) -> Source:
+        pl = self.pipeline(cfg)
+        ctx = dict(self.context(cfg), pl=pl, cfg=cfg, p=self.p, T=self.ctype, dtype=self.p.dtype,
+                   kernel=pl.kernel, config_lines=[f"{k} = {v}" for k, v in cfg.items()])
+        kernel = _env.get_template(self.template).render(**ctx)
+        op = get_op(self.p.op)
+        ins = [(s.name, int(np.prod(s.shape))) for s in op.inputs(self.p)]
+        out = op.output(self.p)
+        host = dict(kernel=pl.kernel, inputs=ins, output=(out.name, int(np.prod(out.shape))), elem=self.e,
+                    block_dim=pl.block_dim, workspace=self.workspace_bytes(cfg), soc=self.hw.soc_version,
+                    npu_arch=self.hw.npu_arch, problem=self.p.short(), config_lines=ctx["config_lines"])
+        files = {"kernel.cpp": kernel,
+                 "main.cpp": _env.get_template("host_main.cpp.j2").render(**host),
+                 "CMakeLists.txt": _env.get_template("CMakeLists.txt.j2").render(**host),
+                 "run.sh": _env.get_template("run.sh.j2").render(**host)}
+        return Source(files, "kernel.cpp", "ascendc")
+
+
+def get_plan(problem: Problem, hw: AscendHW) -> Plan:
+    import importlib
+
+    plans = {"attention": "attention:AttentionPlan", "rmsnorm": "rows:RmsNormPlan", "softmax": "rows:SoftmaxPlan",
+             "matmul": "matmul:MatmulPlan", "swiglu": "swiglu:SwigluPlan"}
+    if problem.op not in plans:
+        raise ForgeInputError("op", f"{problem.op!r} has no Ascend C generator; allowed: {', '.join(sorted(plans))}")
+    module, cls = plans[problem.op].split(":")
+    return getattr(importlib.import_module(f"forge.generators.ascendc.{module}"), cls)(problem, hw)
+
+
+def pow2_upto(lo: int, hi: int) -> list[int]:
+    return [1 << k for k in range(int(math.log2(lo)), int(math.log2(max(hi, lo))) + 1)]

@@ -1,0 +1,135 @@
+"""Row-wise vector kernels on the AIVs: rmsnorm (+ residual) and softmax over x[M, N].
+
+Three stages per tile of `rows` rows (ascend.md §2.3 vector paradigm): copy_in (MTE2) -> compute
+(V, fp32) -> copy_out (MTE3), linked by VECIN/VECOUT queues of `buffer_num` blocks. Rows whose
+byte length is not a 32 B multiple move with DataCopyPad (ascend.md §2.4.3) into 32 B-padded rows.
+"""
+from __future__ import annotations
+
+from typing import Any
+
+import numpy as np
+
+from forge.backends.ascend.constraints import Resources
+from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
+from forge.backends.ascend.pipemodel import Step
+from forge.generators.ascendc.base import Plan, cdiv, round_up
+from forge.space import Param, choice, pow2
+
+
+class RowPlan(Plan):
+    kind = "aiv"
+    n_stalls = 1                     # scalar read-backs per row
+    v_passes = 6                     # fp32 vector passes over a row (cast, math, cast back)
+    reduce_passes = 1
+
+    @property
+    def M(self) -> int:
+        return self.p.shape["M"]
+
+    @property
+    def N(self) -> int:
+        return self.p.shape["N"]
+
+    @property
+    def cols_pad(self) -> int:
+        return int(round_up(self.N, 32 // self.e))
+
+    def inputs_rows(self) -> list[str]:
+        return ["x"]
+
+    def params(self) -> list[Param]:
+        aiv = int(self.hw.aiv)
+        return [pow2("rows", 1, 64, doc="rows per UB pass"),
+                choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
+                choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
+
+    def block_dim(self, c: dict[str, Any]) -> Any:
+        return np.minimum(c["cores"], cdiv(self.M, c["rows"]))
+
+    def buffers(self, c: dict[str, Any]) -> list[Buffer]:
+        tile = c["rows"] * self.cols_pad
+        bufs = [Buffer(n, "VECIN", tile * self.e, c["buffer_num"], ctype=self.ctype) for n in self.inputs_rows()]
+        bufs.append(Buffer("y", "VECOUT", tile * self.e, c["buffer_num"], ctype=self.ctype))
+        bufs += self.calc_buffers(c, tile)
+        return bufs
+
+    def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
+        return [Buffer("xf", "VECCALC", tile * 4, queue=False, ctype="float"),
+                Buffer("work", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
+                Buffer("red", "VECCALC", 64, queue=False, ctype="float")]
+
+    def resources(self, c: dict[str, Any]) -> Resources:
+        return Resources(self.buffers(c), self.block_dim(c), "aiv", events=1)
+
+    def stages(self) -> list[Stage]:
+        ins = tuple(self.inputs_rows())
+        return [Stage("copy_in", "aiv", "MTE2", produces=ins), Stage("compute", "aiv", "V", consumes=ins, produces=("y",)),
+                Stage("copy_out", "aiv", "MTE3", consumes=("y",))]
+
+    def pipeline(self, cfg: dict[str, Any]) -> Pipeline:
+        return Pipeline(f"forge_{self.op}", "aiv", self.buffers(cfg), self.stages(), [], [("V_S", 0)],
+                        int(self.block_dim(cfg)))
+
+    def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
+        bd = int(self.block_dim(cfg))
+        rows_core = cdiv(self.M, bd)
+        R = cfg["rows"]
+        prog: list[Step] = []
+        pre = self.prologue(cfg)
+        prog += pre
+        for t in range(cdiv(rows_core, R)):
+            r = min(R, rows_core - t * R)
+            row_b = r * self.N * self.e
+            prog.append(Step("copy_in", nbytes=row_b * len(self.inputs_rows())))
+            vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
+                self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
+            prog.append(Step("compute", cycles=vcyc, stalls=r * self.n_stalls))
+            prog.append(Step("copy_out", nbytes=row_b))
+        return {"aiv0": prog}, bd
+
+    def prologue(self, cfg: dict[str, Any]) -> list[Step]:
+        return []
+
+    def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        return dict(M=self.M, N=self.N, COLS_PAD=self.cols_pad, aligned=(self.N * self.e) % 32 == 0,
+                    ELEM=self.e, inputs=self.inputs_rows())
+
+    def emulation_problem(self, cfg: dict[str, Any]) -> Any:
+        from forge.ops import get_op
+        m = min(self.M, cfg["rows"] * 2 * 3 + 1)          # 3 tiles per core on 2 cores, plus a tail row
+        return get_op(self.op).problem({"M": m, "N": self.N}, self.p.dtype, dict(self.p.attrs))
+
+
+class RmsNormPlan(RowPlan):
+    op = "rmsnorm"
+    template = "rmsnorm.cpp.j2"
+    v_passes = 6
+
+    def inputs_rows(self) -> list[str]:
+        return ["x", "r"] if self.p.attrs.get("residual") else ["x"]
+
+    def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
+        extra = [Buffer("rf", "VECCALC", tile * 4, queue=False, ctype="float")] if self.p.attrs.get("residual") else []
+        return [Buffer("wf", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
+                Buffer("sq", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")] + extra + \
+            super().calc_buffers(c, tile) + [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
+
+    def stages(self) -> list[Stage]:
+        return [Stage("load_w", "aiv", "MTE2", produces=("w",)), Stage("cast_w", "aiv", "V", consumes=("w",))] + \
+            super().stages()
+
+    def prologue(self, cfg: dict[str, Any]) -> list[Step]:
+        return [Step("load_w", nbytes=self.N * self.e, stream="l2"),
+                Step("cast_w", cycles=self.hw.vector_cycles(self.cols_pad * 4))]
+
+    def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        return dict(super().context(cfg), residual=bool(self.p.attrs.get("residual")), eps=float(self.p.attrs["eps"]))
+
+
+class SoftmaxPlan(RowPlan):
+    op = "softmax"
+    template = "softmax.cpp.j2"
+    n_stalls = 2
+    v_passes = 5
+    reduce_passes = 2
