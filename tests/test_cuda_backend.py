@@ -1,0 +1,99 @@
+"""CudaBackend without a GPU: spaces and their rejection reasons per target, modeled runs,
+baselines, measure modes, and bad input."""
+import pytest
+
+from forge.backends import get_backend
+from forge.backends.cuda.model import kernel_time, unfused_time
+from forge.errors import ForgeInputError
+from forge.ops import get_op
+from forge.targets import get_target
+from forge.backends.base import Artifact
+from forge.variant import Variant
+
+MUST = dict(B=4, Hq=32, Hkv=8, S=2048, D=128)
+
+
+def test_all_cuda_targets_load_with_sources():
+    for name in ("a100", "h100", "h200", "b200", "rtx4090", "l40s"):
+        t = get_target(name)
+        assert t.kind == "cuda" and t.peak("bfloat16") > t.peak("float32") > 0 and t.memory_bandwidth > 0
+        assert {"peak_flops", "memory_bandwidth", "details.sms"} <= set(t.sources)
+        be = get_backend(name, measure="model")
+        assert be.arch.sms == t.details["sms"]
+
+
+def test_attention_space_rejects_by_reason_and_differs_per_target():
+    p = get_op("attention").problem(MUST, "bfloat16")
+    h100 = get_backend("h100", measure="model").space(p).enumerate()
+    rtx = get_backend("rtx4090", measure="model").space(p).enumerate()
+    assert len(h100) > 10 and {"smem", "warps", "split_kv"} <= set(h100.reason_counts)
+    # 99 KB opt-in on sm_89 rejects more tiles for shared memory than 227 KB on sm_90
+    assert rtx.reason_counts["smem"] > h100.reason_counts["smem"]
+    reasons = get_backend("h100", measure="model").space(p).check(
+        dict(block_m=128, block_n=256, num_warps=4, stages=2, min_blocks=1, splits=1))
+    assert any(r.startswith("smem:") and "232448 B" in r for r in reasons)
+
+
+def test_unsupported_problems_say_why():
+    be = get_backend("h100", measure="model")
+    assert "float32" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))
+    assert "multiple of 16" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=72), "float16"))
+    with pytest.raises(ForgeInputError):
+        be.space(get_op("matmul").problem(dict(M=8, N=10, K=16), "float16"))
+
+
+def test_bad_measure_mode():
+    with pytest.raises(ForgeInputError, match="measure"):
+        get_backend("h100", measure="sometimes")
+
+
+def test_modeled_run_is_labelled_and_uses_ptxas_registers():
+    be = get_backend("h100", measure="model")
+    p = get_op("attention").problem(MUST, "bfloat16")
+    cfg = dict(block_m=128, block_n=64, num_warps=4, stages=2, min_blocks=1, splits=1)
+    v = Variant(p, "h100", cfg)
+    art = Artifact(v.key(), "x", True, resources={"violations": [], "regs": 255})
+    m = be.run(art, v, seed=0, warmup=1, reps=1, timeout=5)
+    assert m.status == "ok" and m.time_kind == "modeled" and "not checked" in m.extra["correctness"]
+    assert m.extra["regs_used"] == 255 and m.timings[0] > m.extra["roofline_s"] > 0
+    assert be.model(v) > 0
+    bad = Artifact(v.key(), "x", True, resources={"violations": ["spills: 8 B"]})
+    assert be.run(bad, v, seed=0, warmup=1, reps=1, timeout=5).status == "invalid"
+    err = Artifact(v.key(), "x", False, error="kernel.cu(3): error: boom")
+    assert be.run(err, v, seed=0, warmup=1, reps=1, timeout=5).status == "compile_error"
+
+
+def test_model_prefers_pipelining_and_full_waves():
+    be = get_backend("h100", measure="model")
+    p = get_op("attention").problem(MUST, "bfloat16")
+    base = dict(block_m=64, block_n=64, num_warps=4, min_blocks=1, splits=1)
+    t1 = be.model(Variant(p, "h100", {**base, "stages": 1}))
+    t2 = be.model(Variant(p, "h100", {**base, "stages": 2}))
+    assert t2 < t1
+    # decode: split-KV fills the GPU, one split leaves SMs idle
+    d = get_op("attention").problem(dict(B=1, Hq=8, Hkv=8, Sq=1, Skv=8192, D=128), "bfloat16")
+    one = be.model(Variant(d, "h100", {**base, "stages": 2}))
+    eight = be.model(Variant(d, "h100", {**base, "stages": 2, "splits": 8}))
+    assert eight < one
+
+
+def test_unfused_baseline_is_modeled_and_slower_than_roofline():
+    be = get_backend("h100", measure="model")
+    p = get_op("attention").problem(MUST, "bfloat16")
+    (b,) = be.baselines(p, None, seed=0, reps=1, timeout=5)
+    assert b.name == "unfused" and b.measurement.time_kind == "modeled"
+    assert len(b.measurement.extra["steps"]) == 4
+    t, steps = unfused_time(be.arch, p)
+    assert t == b.measurement.timings[0] > get_target("h100").roofline_seconds(
+        get_op("attention").flops(p), get_op("attention").min_bytes(p), "bfloat16")
+    for op, shape, attrs, n in (("rmsnorm", dict(M=64, N=4096), {"residual": True}, 4),
+                                ("softmax", dict(M=64, N=4096), {}, 4), ("matmul", dict(M=64, N=64, K=64), {}, 1)):
+        assert len(unfused_time(be.arch, get_op(op).problem(shape, "float16", attrs))[1]) == n
+
+
+def test_resources_before_compile():
+    be = get_backend("a100", measure="model")
+    p = get_op("matmul").problem(dict(M=1024, N=1024, K=1024), "float16")
+    cfg = be.space(p).enumerate().config(0)
+    r = be.check(Variant(p, "a100", cfg)).resources
+    assert r["threads"] > 0 and r["smem"] > 0 and r["predicted_blocks_per_sm"] >= 1
