@@ -6,7 +6,7 @@ from dataclasses import dataclass
 
 from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
-from forge.backends.ascend.pipemodel import Step, simulate
+from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
 from forge.generators.ascendc.base import ELEM, cdiv, get_plan
 from forge.ops import get_op
 from forge.problem import Problem
@@ -23,18 +23,23 @@ class Kernel:
 def stream_kernel(hw: AscendHW, label: str, elems: int, reads: int, writes: int, passes: float,
                   elem: int, reduce: bool = False) -> Kernel:
     """A vector kernel streaming `elems` elements: `reads` inputs in, `writes` outputs out."""
-    pl = Pipeline(label, "aiv", [Buffer("i", "VECIN", CHUNK * elem, 2), Buffer("o", "VECOUT", CHUNK * elem, 2)],
+    return Kernel(label, stream_model(hw, label, elems, reads, writes, passes, elem, reduce).seconds)
+
+
+def stream_model(hw: AscendHW, label: str, elems: int, reads: int, writes: int, passes: float,
+                 elem: int, reduce: bool = False, chunk: int = CHUNK) -> ModelResult:
+    pl = Pipeline(label, "aiv", [Buffer("i", "VECIN", chunk * elem, 2), Buffer("o", "VECOUT", chunk * elem, 2)],
                   [Stage("in", "aiv", "MTE2", produces=("i",)), Stage("v", "aiv", "V", consumes=("i",), produces=("o",)),
                    Stage("out", "aiv", "MTE3", consumes=("o",))])
     cores = int(hw.aiv)
     per = cdiv(elems, cores)
     prog = []
-    for t in range(cdiv(per, CHUNK)):
-        n = min(CHUNK, per - t * CHUNK)
+    for t in range(cdiv(per, chunk)):
+        n = min(chunk, per - t * chunk)
         factor = passes * (hw.reduce_cost_factor if reduce else 1)
         prog += [Step("in", nbytes=reads * n * elem), Step("v", cycles=hw.vector_cycles(n * 4, factor)),
                  Step("out", nbytes=max(writes * n * elem // (n if reduce else 1), 32))]
-    return Kernel(label, simulate(pl, hw, {"aiv0": prog}, cores).seconds)
+    return simulate(pl, hw, {"aiv0": prog}, cores)
 
 
 # a vendor-like matmul tiling (ascend.md §2.6 recommended (128, 256, 64), big packets, dbL0 2)

@@ -1,0 +1,135 @@
+"""Hard-constraint arithmetic on known cases, targets as data, and sync by construction."""
+from __future__ import annotations
+
+import difflib
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forge.backends import get_backend
+from forge.backends.ascend.constraints import Resources, hard_constraints
+from forge.backends.ascend.hw import AscendHW
+from forge.backends.ascend.pipeline import Buffer
+from forge.errors import ForgeInputError
+from forge.generators.ascendc.base import TEMPLATES, get_plan
+from forge.ops import get_op
+from forge.space import Space, choice
+from forge.targets import get_target
+from forge.variant import Variant
+
+ATT = {"B": 4, "Hq": 32, "Hkv": 8, "S": 1024, "D": 128}
+
+
+@pytest.fixture(scope="module")
+def hw() -> AscendHW:
+    return AscendHW(get_target("ascend910b2"))
+
+
+@pytest.fixture(scope="module")
+def att(hw):
+    return get_plan(get_op("attention").problem(ATT, "float16", {"causal": True}), hw)
+
+
+def test_targets_have_sourced_numbers():
+    for name in ("ascend910", "ascend910b1", "ascend910b2", "ascend910b3", "ascend910b4", "ascend910_93", "ascend950pr"):
+        t = get_target(name)
+        assert t.kind == "ascend" and t.sources and t.details["ub_bytes"] > 0
+    assert get_target("ascend910b2").details["aic"] == 24 and get_target("ascend910b3").details["aiv"] == 40
+    assert get_target("ascend950pr").partial and get_target("ascend910").partial
+    assert get_target("ascend910").details["event_ids"] == 4
+    # ascend.md §1.4: 24 x 8192 x 1.8 GHz
+    assert get_target("ascend910b2").peak_flops["float16"] == pytest.approx(24 * 8192 * 1.8e9, rel=1e-3)
+
+
+def test_attention_ub_and_l0_explained_with_numbers(att):
+    r = att.space().check(dict(s1=128, s2=256, preload=2, l1_bufs=3, l0_db=2, ub_bufs=2))
+    ub = next(x for x in r if x.startswith("UB"))
+    # sIn 2x(64x256x4) + pOut 2x(64x256x2) + oIn 2x(64x128x4) + oOut 64x128x2 + oAcc 64x128x4 + work 1 KiB + red 64 B
+    assert ub == ("UB: 305.1 KiB > 191.8 KiB: sIn 2×64 KiB, pOut 2×32 KiB, oIn 2×32 KiB, oOut 1×16 KiB, "
+                  "oAcc 1×32 KiB, work 1×1 KiB, red 1×0.1 KiB")
+    assert "L0A: 128 KiB > 64 KiB: a0 2×64 KiB" in r
+    assert "L0C: 256 KiB > 128 KiB: c0 2×128 KiB" in r
+
+
+def test_attention_valid_point_and_enumeration_agree(att):
+    sp = att.space()
+    en = sp.enumerate()
+    assert len(en) > 0 and en.reason_counts["UB"] > 0 and en.reason_counts["L0B"] > 0
+    for i in range(0, len(en), max(1, len(en) // 20)):
+        assert sp.check(en.config(i)) == []
+    assert sp.check(dict(s1=64, s2=128, preload=1, l1_bufs=2, l0_db=2, ub_bufs=2)) == []
+
+
+def test_synthetic_limits(hw):
+    def res(c):
+        n = np.asarray(c["n"])
+        return Resources([Buffer("x", "VECIN", c["len"], n), Buffer("k", "B2", 1000, 1)], c["bd"], "aiv",
+                         events=c["ev"], flags=c["fl"], pending=c["pend"])
+    sp = Space([choice("n", (2, 9)), choice("len", (1024, 1000)), choice("bd", (48, 49)), choice("ev", (1, 7)),
+                choice("fl", (3, 12)), choice("pend", (4, 16))], hard_constraints(hw, res))
+    good = dict(n=2, len=1024, bd=48, ev=1, fl=3, pend=4)
+    reasons = sp.check(dict(good, k=1))
+    assert reasons == ["alignment: k 1000 B in L0B is not a multiple of 512 B"]
+    bad = sp.check(dict(n=9, len=1000, bd=49, ev=7, fl=12, pend=16))
+    text = "\n".join(bad)
+    assert "x 1000 B in UB is not a multiple of 32 B" in text
+    assert "queue buffers per position: 9 > 8: VECIN 9" in text
+    assert "event ids: 9 > 8: 7 by hand + 2 reserved" in text
+    assert "cross-core flag ids: 12 > 11" in text
+    assert "cross-core pending sets: 16 > 15" in text
+    assert "blockDim: 49 > 48 AIV cores" in text
+    en = sp.enumerate()
+    assert len(en) == 1 or all(not sp.check(c) for c in en.configs())
+
+
+def test_matmul_blockdim_and_tcube_limits(hw):
+    plan = get_plan(get_op("matmul").problem({"M": 4096, "N": 4096, "K": 4096}, "float16"), hw)
+    r = plan.space().check(dict(baseM=256, baseN=256, baseK=128, stepK=4, dbL1=2, dbL0C=2, coreM=1, coreN=1))
+    text = "\n".join(r)
+    assert "blockDim: 256 > 24 AIC cores" in text
+    assert "L0C: 512 KiB > 128 KiB" in text            # 256x256x4 B x 2 (ascend.md §2.6)
+    assert "L1: 1024 KiB > 512 KiB" in text           # (256 + 256) x 128 x 4 x 2 B x 2
+
+
+def test_no_template_places_sync_by_hand():
+    for f in TEMPLATES.glob("*.j2"):
+        text = f.read_text()
+        calls = re.findall(r"\b(AllocTensor|EnQue|DeQue|FreeTensor|SetFlag|WaitFlag|CrossCoreSetFlag|"
+                           r"CrossCoreWaitFlag|PipeBarrier)\s*[<(]", text)
+        assert not calls, f"{f.name} writes {calls} by hand"
+
+
+def test_sync_comes_from_description(att):
+    cfg = dict(s1=64, s2=128, preload=2, l1_bufs=2, l0_db=2, ub_bufs=2)
+    src = att.render(cfg).text
+    pl = att.pipeline(cfg)
+    assert src.count("CrossCoreSetFlag<2, PIPE_FIX>(FLAG_QK)") == 1
+    assert src.count("CrossCoreWaitFlag(FLAG_P)") == 1 and "constexpr uint16_t FLAG_PV = 2" in src
+    for b in pl.buffers:
+        if b.queue:
+            assert f"pipe.InitBuffer({b.member}, {b.num}, {b.nbytes});" in src
+
+
+def test_one_parameter_changes_source_locally(att):
+    a = att.render(dict(s1=64, s2=128, preload=1, l1_bufs=2, l0_db=2, ub_bufs=2)).text.splitlines()
+    b = att.render(dict(s1=64, s2=128, preload=2, l1_bufs=2, l0_db=2, ub_bufs=2)).text.splitlines()
+    changed = [l for l in difflib.unified_diff(a, b, lineterm="", n=0) if l[:1] in "+-" and l[:3] not in ("+++", "---")]
+    assert 0 < len(changed) <= 8, changed
+
+
+def test_backend_contract(tmp_path):
+    be = get_backend("ascend910b2", measure="model")
+    assert be.measure_available()[0] is False
+    with pytest.raises(ForgeInputError):
+        get_backend("ascend910b2", measure="nope")
+    p = get_op("attention").problem(ATT, "float16", {"causal": True})
+    assert "coupled" in get_backend("ascend910").supports(p)
+    v = Variant(p, "ascend910b2", dict(s1=64, s2=128, preload=1, l1_bufs=2, l0_db=2, ub_bufs=2))
+    ver = be.check(v)
+    assert ver.ok and ver.resources["block_dim"] == 24 and ver.resources["cross_flags"] == 3
+    src = be.generate(v)
+    assert set(src.files) == {"kernel.cpp", "main.cpp", "CMakeLists.txt", "run.sh"}
+    assert "aclrtEventElapsedTime" in src.files["main.cpp"] and "ascendc_library" in src.files["CMakeLists.txt"]
+    assert re.search(r"//\s+s1 = 64", src.text)
