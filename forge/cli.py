@@ -17,8 +17,9 @@ from forge.errors import ForgeInputError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
-out = Console()
-err = Console(stderr=True)
+# Piped output (CI logs, files) gets a wide page instead of rich's 80-column default.
+out = Console() if sys.stdout.isatty() else Console(width=200)
+err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
 
 EXTRA_COMMANDS = ("bench", "bank", "replay")
 
