@@ -1,0 +1,248 @@
+"""The Ascend C CPU emulator: hand-written kernels run correctly, planted bugs are named.
+
+Each kernel in tests/ascend_kernels/ is compiled once per session (g++ against the emulation
+headers); bug cases select their planted bug with a scalar kernel parameter, so one binary
+serves them all. A reported bug must name its kind and the source line marked "BUG:<kind>".
+"""
+from __future__ import annotations
+
+import re
+from pathlib import Path
+
+import numpy as np
+import pytest
+
+from forge.backends.ascend.emu.runner import (
+    bf16_bits_to_f32,
+    compile_kernel,
+    f32_to_bf16_bits,
+    pack_tiling,
+    run_kernel,
+)
+from forge.errors import ForgeInputError
+
+KERNELS = Path(__file__).parent / "ascend_kernels"
+
+
+@pytest.fixture(scope="session")
+def emu_cache(tmp_path_factory):
+    return tmp_path_factory.mktemp("ascend_emu_cache")
+
+
+@pytest.fixture(scope="session")
+def build(emu_cache):
+    """Compile a kernel file of tests/ascend_kernels once per session (-O1: the tests are tiny)."""
+    built = {}
+
+    def _build(name: str, defines: dict | None = None):
+        key = (name, tuple(sorted((defines or {}).items())))
+        if key not in built:
+            r = compile_kernel({name: (KERNELS / name).read_text()}, name, defines or {}, emu_cache, opt="-O1")
+            assert r.ok, r.error
+            built[key] = r
+        return built[key]
+
+    return _build
+
+
+def marker_line(name: str, kind: str) -> int:
+    for i, line in enumerate((KERNELS / name).read_text().splitlines(), 1):
+        if f"BUG:{kind}" in line:
+            return i
+    raise AssertionError(f"no BUG:{kind} marker in {name}")
+
+
+# ---------------------------------------------------------------------------------------------
+# correct kernels
+# ---------------------------------------------------------------------------------------------
+def test_add_kernel_matches_reference(build):
+    r = build("add.cpp")
+    rng = np.random.default_rng(0)
+    n, blocks = 8 * 1024, 8
+    x = rng.standard_normal(n).astype(np.float16)
+    y = rng.standard_normal(n).astype(np.float16)
+    res = run_kernel(r, {"x": x, "y": y}, {"z": ((n,), "float16")}, tiling={"total": n, "perCore": n // blocks},
+                     block_dim=blocks)
+    assert res.ok, res.error_detail
+    # fp16 add rounds once: exactly the numpy fp16 sum
+    np.testing.assert_array_equal(res.outputs["z"], (x + y).astype(np.float16))
+
+
+def test_add_kernel_leaves_unwritten_output_poisoned(build):
+    """Blocks that are not launched write nothing: their part of z stays NaN (poisoned)."""
+    r = build("add.cpp")
+    n = 4096
+    x = np.ones(n, np.float16)
+    res = run_kernel(r, {"x": x, "y": x}, {"z": ((n,), "float16")}, tiling={"total": n, "perCore": n // 4}, block_dim=2)
+    assert res.ok
+    assert np.all(res.outputs["z"][: n // 2] == 2) and np.all(np.isnan(res.outputs["z"][n // 2:]))
+
+
+def test_rmsnorm_kernel_with_scalar_parameters(build):
+    r = build("rmsnorm.cpp")
+    rng = np.random.default_rng(1)
+    rows, cols, eps = 12, 48, 1e-6          # 48 halves = 96 B: padded to 64 halves (32 B multiple)
+    pad = 64
+    x = np.zeros((rows, pad), np.float16)
+    x[:, :cols] = rng.standard_normal((rows, cols))
+    g = np.zeros(pad, np.float16)
+    g[:cols] = rng.standard_normal(cols)
+    blocks, per = 4, 3
+    res = run_kernel(r, {"x": x, "g": g}, {"y": ((rows, pad), "float16")},
+                     args=["x", "g", "y", rows, pad, cols, per, eps], block_dim=blocks)
+    assert res.ok, res.error_detail
+    xd = x[:, :cols].astype(np.float64)
+    ref = xd / np.sqrt((xd ** 2).mean(axis=1, keepdims=True) + eps) * g[:cols].astype(np.float64)
+    np.testing.assert_allclose(res.outputs["y"][:, :cols].astype(np.float64), ref, rtol=2e-3, atol=2e-3)
+
+
+@pytest.mark.parametrize("trans_b", [0, 1])
+def test_cube_matmul_kernel(build, trans_b):
+    r = build("matmul.cpp", {"TRANS_B": trans_b})
+    rng = np.random.default_rng(2)
+    M, N, K = 96, 80, 64
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K) if trans_b else (K, N)).astype(np.float16)
+    tiling = {f: 0 for f in ("usedCoreNum", "M", "N", "Ka", "Kb", "singleCoreM", "singleCoreN", "singleCoreK",
+                             "baseM", "baseN", "baseK", "depthA1", "depthB1")}
+    tiling.update(M=M, N=N, Ka=K, Kb=K, singleCoreM=64, singleCoreN=48, singleCoreK=K, baseM=32, baseN=16, baseK=32,
+                  depthA1=2, depthB1=2, usedCoreNum=4)
+    tb = pack_tiling(tiling) + bytes(4 * 40)   # the rest of TCubeTiling stays zero
+    res = run_kernel(r, {"a": a, "b": b}, {"c": ((M, N), "float32")}, tiling=tb, block_dim=4, workspace_bytes=1024)
+    assert res.ok, res.error_detail
+    bb = b.astype(np.float64).T if trans_b else b.astype(np.float64)
+    np.testing.assert_allclose(res.outputs["c"], a.astype(np.float64) @ bb, rtol=1e-4, atol=1e-4)
+
+
+def test_matmul_tiling_beyond_l0a_is_over_allocation(build):
+    r = build("matmul.cpp", {"TRANS_B": 0})
+    M = N = K = 256
+    fields = dict(usedCoreNum=1, M=M, N=N, Ka=K, Kb=K, singleCoreM=M, singleCoreN=N, singleCoreK=K,
+                  baseM=256, baseN=16, baseK=256, depthA1=1, depthB1=1)
+    a = np.zeros((M, K), np.float16)
+    res = run_kernel(r, {"a": a, "b": a}, {"c": ((M, N), "float32")}, tiling=pack_tiling(fields) + bytes(160),
+                     block_dim=1, workspace_bytes=64)
+    assert res.error_kind == "over_allocation"
+    assert res.error_detail["memory"] == "L0A" and res.error_detail["used"] == 256 * 256 * 2
+    assert res.error_detail["capacity"] == 64 * 1024
+
+
+def test_cross_core_producer_consumer(build):
+    r = build("crosscore.cpp")
+    rng = np.random.default_rng(3)
+    cores, steps = 2, 5                      # 5 steps through a 2-slot ring: the AIC must wait for FREE
+    x = rng.standard_normal((cores, steps, 16, 32)).astype(np.float16)
+    w = rng.standard_normal((32, 32)).astype(np.float16)
+    res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
+                     args=["x", "w", "y", "workspace", steps, -1], workspace_bytes=cores * 2 * 16 * 32 * 4,
+                     block_dim=cores)
+    assert res.ok, res.error_detail
+    ref = 2 * (x.astype(np.float64) @ w.astype(np.float64))
+    np.testing.assert_allclose(res.outputs["y"], ref, rtol=1e-4, atol=1e-4)
+
+
+# ---------------------------------------------------------------------------------------------
+# planted bugs
+# ---------------------------------------------------------------------------------------------
+BUGS = {  # which -> (kind reported, marker in bugs.cpp)
+    1: ("over_allocation", "over_allocation"),
+    2: ("queue_overflow", "queue_overflow"),
+    3: ("empty_deque", "empty_deque"),
+    4: ("deadlock", "deadlock"),
+    5: ("misaligned", "misaligned"),
+    6: ("queue_overflow", "enque_depth"),
+    7: ("gm_out_of_bounds", "gm_out_of_bounds"),
+    8: ("local_out_of_bounds", "local_out_of_bounds"),
+    9: ("misaligned", "misaligned_address"),
+}
+
+
+def run_bugs(build, which: int, blocks: int = 2):
+    r = build("bugs.cpp")
+    n = 256 * blocks
+    x = np.arange(n, dtype=np.float32).astype(np.float16)
+    return run_kernel(r, {"x": x}, {"y": ((n,), "float16")}, args=["x", "y", which], block_dim=blocks, timeout=30)
+
+
+def test_bug_kernel_without_bug_runs(build):
+    res = run_bugs(build, 0)
+    assert res.ok, res.error_detail
+    x = np.arange(512, dtype=np.float32).astype(np.float16)
+    np.testing.assert_array_equal(res.outputs["y"], (x + np.float16(1)).astype(np.float16))
+
+
+@pytest.mark.parametrize("which", sorted(BUGS))
+def test_planted_bug_is_reported_as_that_bug(build, which):
+    kind, marker = BUGS[which]
+    res = run_bugs(build, which)
+    assert not res.ok
+    assert res.error_kind == kind, res.stderr
+    assert res.error_detail["where"] == f"bugs.cpp:{marker_line('bugs.cpp', marker)}"
+    assert res.error_detail["block"] == 0 and res.error_detail["core"] == "AIV"
+
+
+def test_over_allocation_names_numbers_and_buffers(build):
+    d = run_bugs(build, 1).error_detail
+    assert d["memory"] == "UB" and d["capacity"] == 192 * 1024
+    assert d["used"] == 2 * 512 + 512 + 192 * 1024
+    assert "VECIN 2x512 B" in d["buffers"] and "VECCALC 1x196608 B" in d["buffers"]
+    assert d["detail"].startswith("UB 193.5 KiB > 192 KiB")
+
+
+def test_missing_setflag_names_event_and_id(build):
+    d = run_bugs(build, 4).error_detail
+    assert d["event"] == "V_MTE3" and d["flag"] == 3 and d["wait"] == "WaitFlag"
+
+
+def test_misaligned_copy_names_the_length(build):
+    d = run_bugs(build, 5).error_detail
+    assert d["bytes"] == 20 and d["count"] == 10
+
+
+def test_missing_cross_core_set_is_a_deadlock_naming_the_flag(build):
+    r = build("crosscore.cpp")
+    cores, steps = 2, 4
+    x = np.zeros((cores, steps, 16, 32), np.float16)
+    w = np.zeros((32, 32), np.float16)
+    res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
+                     args=["x", "w", "y", "workspace", steps, 1], workspace_bytes=cores * 2 * 16 * 32 * 4,
+                     block_dim=cores, timeout=30)
+    assert res.error_kind == "deadlock", res.stderr
+    waits = res.error_detail["waiting"]
+    src = (KERNELS / "crosscore.cpp").read_text().splitlines()
+    ready_line = next(i for i, s in enumerate(src, 1) if "CrossCoreWaitFlag(READY)" in s)
+    # the AIC runs ahead through its ring and finishes; both AIVs of each core are left waiting on
+    # READY (flag 3) for the step whose set was skipped, and nothing can set it any more
+    assert {(w["core"], w["flag"], w["where"]) for w in waits} == {("AIV", 3, f"crosscore.cpp:{ready_line}")}
+    assert len(waits) == 2 * cores
+    assert res.error_detail["flag"] == 3 and res.error_detail["wait"] == "CrossCoreWaitFlag"
+
+
+# ---------------------------------------------------------------------------------------------
+# runner contract
+# ---------------------------------------------------------------------------------------------
+def test_compile_is_cached_by_source_hash(build, emu_cache):
+    first = build("add.cpp")
+    again = compile_kernel({"add.cpp": (KERNELS / "add.cpp").read_text()}, "add.cpp", {}, emu_cache, opt="-O1")
+    assert again.ok and again.cached and again.path == first.path
+
+
+def test_compile_error_is_returned_not_raised(emu_cache):
+    src = 'extern "C" __global__ __aicore__ void k(GM_ADDR x) { undefined_call(x); }\n'
+    r = compile_kernel({"k.cpp": src}, "k.cpp", {}, emu_cache, opt="-O0")
+    assert not r.ok and "undefined_call" in r.error
+
+
+def test_bad_runner_input_names_the_field(build):
+    r = build("add.cpp")
+    with pytest.raises(ForgeInputError, match="inputs.x"):
+        run_kernel(r, {"x": np.zeros(8), "y": np.zeros(8, np.float16)}, {"z": ((8,), "float16")})
+    with pytest.raises(ForgeInputError, match="main"):
+        compile_kernel({"a.cpp": "int x;"}, "a.cpp", {}, None)
+
+
+def test_bf16_helpers_round_trip():
+    x = np.array([1.0, -2.5, 3.140625, 1e-3], np.float32)
+    bits = f32_to_bf16_bits(x)
+    assert bits.dtype == np.uint16
+    np.testing.assert_allclose(bf16_bits_to_f32(bits), x, rtol=2 ** -8)
