@@ -112,9 +112,16 @@ def tune(
     else:
         if not op:
             raise ForgeInputError("--op", "missing; give --op or --config (operators: see `forge ops`)")
-        if not shape:
-            raise ForgeInputError("--shape", "missing; e.g. --shape B=1,H=8,S=1024,D=64 (dimensions: see `forge ops`)")
-        settings = [make_settings(op=op, shape=parse_pairs(shape, "--shape", ints=True), attrs=attrs,
+        if shape:
+            dims = parse_pairs(shape, "--shape", ints=True)
+        else:
+            from forge.ops import get_op
+
+            dims = dict(get_op(op).default_shape)
+            if not dims:
+                raise ForgeInputError("--shape", f"missing; {op} needs {', '.join(get_op(op).dims)}")
+            err.print(f"no --shape given: using {op}'s default {','.join(f'{k}={v}' for k, v in dims.items())}")
+        settings = [make_settings(op=op, shape=dims, attrs=attrs,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
     for s in settings:
         run = tuner.tune(s, console=err)
@@ -193,11 +200,12 @@ def ops() -> None:
 
     _load_plugin_ops()
     table = Table()
-    for col in ("op", "dimensions", "attributes", "description"):
+    for col in ("op", "dimensions", "default shape", "attributes", "description"):
         table.add_column(col)
     for op in OPS.values():
         attrs = ", ".join(f"{k}={v}" for k, v in op.attr_defaults.items())
-        table.add_row(op.name, ", ".join(op.dims), attrs, op.description)
+        default = ",".join(f"{k}={v}" for k, v in op.default_shape.items())
+        table.add_row(op.name, ", ".join(op.dims), default, attrs, op.description)
     out.print(table)
 
 

@@ -59,7 +59,7 @@ def test_parse_pairs():
     (["tune", "--op", "nope", "--shape", "M=1"], "unknown operator 'nope'"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--target", "tpu9"], "unknown target 'tpu9'"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--executor", "slurm"], "executor"),
-    (["tune", "--op", "softmax"], "--shape"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=x"], "--shape N"),
     (["report", "/nonexistent/run"], "not a forge run folder"),
 ])
 def test_cli_errors_exit_2_and_name_the_field(args, needle):

@@ -21,6 +21,7 @@ class Attention(Op):
     description = "fused scaled-dot-product attention forward (MHA/GQA/MQA, optional causal mask)"
     dims = ("B", "Hq", "Hkv", "Sq", "Skv", "D")
     attr_defaults = {"causal": False, "scale": None}
+    default_shape = {"B": 1, "H": 8, "S": 512, "D": 64}
 
     def aliases(self) -> tuple[str, ...]:
         return ("S", "H")

@@ -68,6 +68,8 @@ class Op(ABC):
     dims: tuple[str, ...] = ()
     attr_defaults: dict[str, Any] = {}
     dtypes: tuple[str, ...] = ("float32", "float16", "bfloat16")
+    # A small, typical shape used when `forge tune` is given no --shape.
+    default_shape: dict[str, int] = {}
     # Largest number of output rows compared in full; above it a seeded sample of rows is checked
     # (the whole output is still scanned for NaN from the poisoned buffer).
     full_check_rows: int = 4096

@@ -15,6 +15,7 @@ class Matmul(Op):
     description = "dense matrix multiply A[M,K] @ B[K,N] (or B stored transposed [N,K])"
     dims = ("M", "N", "K")
     attr_defaults = {"transpose_b": False}
+    default_shape = {"M": 512, "N": 512, "K": 512}
 
     def validate(self, shape: dict[str, int], attrs: dict[str, Any]) -> None:
         if not isinstance(attrs["transpose_b"], bool):

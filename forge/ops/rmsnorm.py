@@ -15,6 +15,7 @@ class RMSNorm(Op):
     description = "RMS normalisation of rows (x[M, N] * weight[N]), optional fused residual add"
     dims = ("M", "N")
     attr_defaults = {"eps": 1e-6, "residual": False}
+    default_shape = {"M": 4096, "N": 4096}
 
     def validate(self, shape: dict[str, int], attrs: dict[str, Any]) -> None:
         if not isinstance(attrs["eps"], (int, float)) or attrs["eps"] <= 0:
