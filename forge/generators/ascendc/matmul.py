@@ -41,8 +41,8 @@ class MatmulPlan(Plan):
         c0 = 32 // self.e
         return [Constraint("baseK multiple of C0", lambda c: np.asarray(c["baseK"]) % c0 == 0,
                            lambda c: f"baseK {c['baseK']} % C0 {c0} != 0 (ascend.md §2.6)"),
-                Constraint("tile within problem", lambda c: (np.asarray(c["coreM"]) * c["baseM"] < 2 * self.M) &
-                           (np.asarray(c["coreN"]) * c["baseN"] < 2 * self.N),
+                Constraint("tile within problem", lambda c: ((np.asarray(c["coreM"]) == 1) | (np.asarray(c["coreM"]) * c["baseM"] < 2 * self.M)) &
+                           ((np.asarray(c["coreN"]) == 1) | (np.asarray(c["coreN"]) * c["baseN"] < 2 * self.N)),
                            lambda c: f"singleCore {c['coreM'] * c['baseM']}x{c['coreN'] * c['baseN']} "
                                      f"far exceeds M={self.M}, N={self.N}")]
 
