@@ -120,8 +120,11 @@ def test_one_parameter_changes_source_locally(att):
 
 
 def test_backend_contract(tmp_path):
+    import pickle
+
     be = get_backend("ascend910b2", measure="model")
     assert be.measure_available()[0] is False
+    assert pickle.loads(pickle.dumps(be)).hw.aic == 24        # executors ship backends to workers
     with pytest.raises(ForgeInputError):
         get_backend("ascend910b2", measure="nope")
     p = get_op("attention").problem(ATT, "float16", {"causal": True})

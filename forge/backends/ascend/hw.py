@@ -19,8 +19,11 @@ class AscendHW:
     target: Target
 
     def __getattr__(self, key: str) -> Any:  # details.<key>
+        target = self.__dict__.get("target")
+        if target is None or key.startswith("__"):
+            raise AttributeError(key)
         try:
-            return self.target.details[key]
+            return target.details[key]
         except KeyError:
             raise AttributeError(key) from None
 
