@@ -228,7 +228,7 @@ def targets(name: Optional[str] = typer.Argument(None, help="show one target's n
 
 def _load_plugin_ops() -> None:
     """Target-specific operators (e.g. swiglu) register themselves when their backend loads."""
-    for module in ("forge.backends.ascend.ops",):
+    for module in ("forge.generators.ascendc.swiglu_op",):
         try:
             importlib.import_module(module)
         except ImportError:
