@@ -227,12 +227,9 @@ def targets(name: Optional[str] = typer.Argument(None, help="show one target's n
 
 
 def _load_plugin_ops() -> None:
-    """Target-specific operators (e.g. swiglu) register themselves when their backend loads."""
-    for module in ("forge.generators.ascendc.swiglu_op",):
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
+    from forge.ops import load_plugins
+
+    load_plugins()
 
 
 def _register_extra_commands() -> None:

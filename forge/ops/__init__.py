@@ -1,6 +1,8 @@
 """Operator registry."""
 from __future__ import annotations
 
+import importlib
+
 from forge.errors import ForgeInputError
 from forge.ops.attention import Attention
 from forge.ops.base import Op, TensorSpec
@@ -9,6 +11,16 @@ from forge.ops.rmsnorm import RMSNorm
 from forge.ops.softmax import Softmax
 
 OPS: dict[str, Op] = {op.name: op for op in (Attention(), RMSNorm(), Softmax(), Matmul())}
+# Operators that live beside a target's generators and register themselves when imported.
+PLUGINS = ("forge.generators.ascendc.swiglu_op",)
+
+
+def load_plugins() -> None:
+    for module in PLUGINS:
+        try:
+            importlib.import_module(module)
+        except ImportError:
+            pass
 
 
 def register(op: Op) -> None:
@@ -17,10 +29,12 @@ def register(op: Op) -> None:
 
 
 def get_op(name: str) -> Op:
+    if name not in OPS:
+        load_plugins()
     try:
         return OPS[name]
     except KeyError:
         raise ForgeInputError("op", f"unknown operator {name!r}; allowed: {', '.join(sorted(OPS))}") from None
 
 
-__all__ = ["OPS", "Op", "TensorSpec", "get_op", "register"]
+__all__ = ["OPS", "Op", "TensorSpec", "get_op", "load_plugins", "register"]
