@@ -246,3 +246,34 @@ def test_bf16_helpers_round_trip():
     bits = f32_to_bf16_bits(x)
     assert bits.dtype == np.uint16
     np.testing.assert_allclose(bf16_bits_to_f32(bits), x, rtol=2 ** -8)
+
+
+@pytest.mark.parametrize("b_nk", [0, 1])
+def test_basic_cube_api_matmul(build, b_nk):
+    """ND2NZ, LoadData (NZ->ZZ / NZ->ZN), Mmad and Fixpipe NZ2ND with the hardware's fractal formats."""
+    r = build("cube_basic.cpp", {"B_NK": b_nk})
+    rng = np.random.default_rng(4)
+    M, N, K = 48, 32, 64
+    a = rng.standard_normal((M, K)).astype(np.float16)
+    b = rng.standard_normal((N, K) if b_nk else (K, N)).astype(np.float16)
+    res = run_kernel(r, {"a": a, "b": b}, {"c": ((M, N), "float32")}, block_dim=1)
+    assert res.ok, res.error_detail
+    bb = b.astype(np.float64).T if b_nk else b.astype(np.float64)
+    np.testing.assert_allclose(res.outputs["c"], a.astype(np.float64) @ bb, rtol=1e-4, atol=1e-4)
+
+
+def test_basic_cube_wrong_fractal_order_gives_wrong_result(emu_cache):
+    """Loading A's NZ fractals sequentially into L0A (no per-row-block reorder) is not ZZ: wrong C."""
+    good = (KERNELS / "cube_basic.cpp").read_text()
+    src = good.replace(
+        "LoadData(a2[i * K1 * FRAC], a1[i * FRAC], LoadData2DParams{0, (uint8_t)K1, (uint16_t)M1, 0, 0, false, 0});",
+        "if (i == 0) LoadData(a2, a1, LoadData2DParams{0, (uint8_t)(M1 * K1), 1, 0, 0, false, 0});")
+    assert src != good
+    r = compile_kernel({"cube_wrong.cpp": src}, "cube_wrong.cpp", {}, emu_cache, opt="-O1")
+    assert r.ok, r.error
+    rng = np.random.default_rng(5)
+    a = rng.standard_normal((48, 64)).astype(np.float16)
+    b = rng.standard_normal((64, 32)).astype(np.float16)
+    res = run_kernel(r, {"a": a, "b": b}, {"c": ((48, 32), "float32")}, block_dim=1)
+    assert res.ok
+    assert not np.allclose(res.outputs["c"], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
