@@ -194,7 +194,9 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
                   + (f", rejected: {', '.join(f'{k} {v}' for k, v in enum.reason_counts.items())}" if enum.reason_counts else ""))
     if not info["measured"]:
-        console.print(f"[yellow]times are MODELED, not measured: {why or 'measure=model was asked for'}[/yellow]")
+        from forge.report.render import modeled_line
+
+        console.print(f"[yellow]{modeled_line(why)}[/yellow]", highlight=False)
 
     measure_baselines(ctx)
     executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,

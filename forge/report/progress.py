@@ -7,6 +7,10 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+def fmt_best(best: float | None, kind: str) -> str:
+    return f"{fmt_seconds(best)} ({kind})" if best is not None else "—"
+
+
 def fmt_seconds(t: float | None) -> str:
     if t is None:
         return "—"
@@ -44,11 +48,11 @@ class SearchProgress:
         if rec.phase != "search":
             return
         self.done += 1
-        desc = f"best {fmt_seconds(ctx.best)} ({ctx.best_kind or '—'})"
+        desc = f"best {fmt_best(ctx.best, ctx.best_kind)}"
         self.progress.update(self.task, completed=self.done, description=desc)
         improved = ctx.best is not None and ctx.best != self.best
         self.best = ctx.best
         if not self.live and (improved or self.done % 10 == 0 or self.done == self.total):
             status = rec.status if rec.status == "ok" else f"{rec.status}: {rec.reason[:80]}"
             self.console.print(f"  [{self.done}/{self.total}] {fmt_seconds(rec.median)} {status}"
-                               f"  best {fmt_seconds(ctx.best)} ({ctx.best_kind})")
+                               f"  best {fmt_best(ctx.best, ctx.best_kind)}")

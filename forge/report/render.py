@@ -28,6 +28,14 @@ def _rank(r) -> str:
     return f"{r.rank}" + (f" (tie #{r.tie_with})" if r.tie_with else "")
 
 
+def modeled_line(note: str) -> str:
+    """The one line that says times are modeled, with the backend's reason."""
+    why = note or "measure=model was asked for"
+    if why.lower().startswith("times are modeled"):
+        why = why.split(":", 1)[-1].strip()
+    return f"times are MODELED, not measured: {why}"
+
+
 def headline(lb: Leaderboard) -> list[str]:
     p = lb.info.get("problem", {})
     shape = ",".join(f"{k}={v}" for k, v in p.get("shape", {}).items())
@@ -37,7 +45,7 @@ def headline(lb: Leaderboard) -> list[str]:
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
     else:
-        lines.append(f"times are MODELED, not measured: {lb.info.get('measure_note') or 'measure=model'}")
+        lines.append(modeled_line(lb.info.get("measure_note", "")))
     sp = lb.info.get("space", {})
     lines.append(f"space: {sp.get('cartesian')} points, {sp.get('valid')} valid; evaluated "
                  f"{sum(lb.status_counts.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items())))
