@@ -93,7 +93,8 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
         tie = None
         if rows:
             prev = rows[-1]
-            if abs(r.median - prev.median) < max(r.spread or 0.0, prev.spread or 0.0):
+            gap = abs(r.median - prev.median)
+            if gap < max(r.spread or 0.0, prev.spread or 0.0) or gap <= 1e-12 * prev.median:
                 tie = prev.tie_with or prev.rank
         rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind, r.speedup_unfused,
                         r.speedup_vendor, r.phase == "final", tie,

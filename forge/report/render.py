@@ -24,6 +24,10 @@ def _cfg(c: dict[str, Any]) -> str:
     return " ".join(f"{k}={v}" for k, v in c.items())
 
 
+def _spread(r) -> str:
+    return fmt_seconds(r.spread) if r.time_kind == "measured" else "—"
+
+
 def _rank(r) -> str:
     return f"{r.rank}" + (f" (tie #{r.tie_with})" if r.tie_with else "")
 
@@ -67,7 +71,7 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         table.add_column(col, overflow="fold")
     for r in lb.rows[:top]:
         table.add_row(_rank(r), _cfg(r.config), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
-                      fmt_seconds(r.spread), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
+                      _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
                       _pct(r.roofline_fraction))
     console.print(table)
     if any(r.remeasured for r in lb.rows[:top]):
@@ -93,7 +97,7 @@ def to_markdown(lb: Leaderboard, top: int = 20) -> str:
             "|---|---|---|---|---|---|---|---|"]
     for r in lb.rows[:top]:
         out.append(f"| {_rank(r)} | `{_cfg(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
-                   f"{fmt_seconds(r.spread)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
+                   f"{_spread(r)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
                    f"{_pct(r.roofline_fraction)} |")
     if lb.failures:
         out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
