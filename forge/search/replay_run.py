@@ -14,6 +14,7 @@ import numpy as np
 
 from forge.backends.replay import ReplayBackend, ReplayData
 from forge.search.strategies import get_strategy
+from forge.search.strategy import Strategy
 
 
 @dataclass
@@ -30,12 +31,13 @@ class ReplayResult:
     proposals: list[dict[str, Any]] = field(repr=False, default_factory=list)
 
 
-def run_replay(data: ReplayData, strategy: str, budget: int, seed: int = 0, batch: int = 1,
+def run_replay(data: ReplayData, strategy: str | Strategy, budget: int, seed: int = 0, batch: int = 1,
                time_budget_s: float | None = None, **options: Any) -> ReplayResult:
     """Ask/tell `strategy` on `data` until `budget` unique valid evaluations (or the time budget,
-    or the space) are spent. `batch` configs are asked at once, as an executor would run them."""
+    or the space) are spent. `batch` configs are asked at once, as an executor would run them.
+    `strategy` is a registry name or an already built Strategy over `data.enumeration`."""
     backend = ReplayBackend(data)
-    strat = get_strategy(strategy, data.enumeration, seed, **options)
+    strat = strategy if isinstance(strategy, Strategy) else get_strategy(strategy, data.enumeration, seed, **options)
     seen: dict[int, float | None] = {}
     worst = float(np.nanmax(data.time_s))
     best, evals, fails, infeasible, spent = np.inf, 0, 0, 0, 0.0
@@ -73,5 +75,5 @@ def run_replay(data: ReplayData, strategy: str, budget: int, seed: int = 0, batc
         if stalled > 1000:          # a strategy that only proposes infeasible/repeated points
             break
     found = bool(np.isfinite(best))
-    return ReplayResult(strategy, seed, best if found else worst, found, evals, fails, infeasible,
+    return ReplayResult(strat.name or type(strat).__name__, seed, best if found else worst, found, evals, fails, infeasible,
                         spent, np.array(trace), proposals)

@@ -1,0 +1,98 @@
+"""Brute-force a small CPU tuning space here and save it in Kernel Tuner cache format.
+
+A space no forge strategy was designed on: a blocked single-precision matmul C = A @ B (N=256)
+in C, compiled once with gcc -O2, with the tiling as runtime parameters: block sizes MB, NB, KB,
+the loop order of the three block loops, and the inner-loop unroll of the k loop. Every config
+whose tiles' working set exceeds 512 KiB is left out (infeasible, as a constraint would reject
+it); every other one is timed (median of 3 runs, after a warm-up) on this machine's CPU.
+
+    .venv/bin/python benchmarks/make_cpu_space.py [out.json.gz]
+
+The machine is shared, so times carry noise; the file is a real measured space all the same.
+"""
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+C_SRC = r"""
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#define N 256
+static float A[N*N], B[N*N], C[N*N];
+static double now(void){struct timespec t; clock_gettime(CLOCK_MONOTONIC,&t); return t.tv_sec+1e-9*t.tv_nsec;}
+/* one block product C[i0:i1, j0:j1] += A[i0:i1, k0:k1] @ B[k0:k1, j0:j1], k unrolled by U */
+static void block(int i0,int i1,int j0,int j1,int k0,int k1,int U){
+  for(int i=i0;i<i1;i++) for(int k=k0;k<k1;k+=U){
+    for(int u=0;u<U && k+u<k1;u++){ float a=A[i*N+k+u]; float *c=&C[i*N]; const float *b=&B[(k+u)*N];
+      for(int j=j0;j<j1;j++) c[j]+=a*b[j]; } } }
+static void run(int MB,int NB,int KB,int order,int U){
+  memset(C,0,sizeof C);
+  int n[3]={N,N,N}, s[3]={MB,NB,KB}; int perm[6][3]={{0,1,2},{0,2,1},{1,0,2},{1,2,0},{2,0,1},{2,1,0}};
+  int *p=perm[order]; int x[3];
+  for(x[p[0]]=0;x[p[0]]<n[p[0]];x[p[0]]+=s[p[0]])
+   for(x[p[1]]=0;x[p[1]]<n[p[1]];x[p[1]]+=s[p[1]])
+    for(x[p[2]]=0;x[p[2]]<n[p[2]];x[p[2]]+=s[p[2]])
+      block(x[0],x[0]+MB<N?x[0]+MB:N,x[1],x[1]+NB<N?x[1]+NB:N,x[2],x[2]+KB<N?x[2]+KB:N,U);
+}
+int main(void){
+  for(int i=0;i<N*N;i++){A[i]=(float)(i%7)-3; B[i]=(float)(i%5)-2;}
+  int MB,NB,KB,o,U;
+  while(scanf("%d %d %d %d %d",&MB,&NB,&KB,&o,&U)==5){
+    run(MB,NB,KB,o,U); double t[3];
+    for(int r=0;r<3;r++){double t0=now(); run(MB,NB,KB,o,U); t[r]=(now()-t0)*1e3;}
+    for(int a=0;a<3;a++)for(int b=a+1;b<3;b++) if(t[b]<t[a]){double z=t[a];t[a]=t[b];t[b]=z;}
+    printf("%.6f %.6f %.6f\n",t[0],t[1],t[2]); fflush(stdout);
+  }
+  return 0;
+}
+"""
+TUNE = {"MB": [4, 8, 16, 32, 64, 128], "NB": [8, 16, 32, 64, 128, 256], "KB": [4, 8, 16, 32, 64, 128],
+        "order": [0, 1, 2, 3, 4, 5], "unroll": [1, 4]}
+WORKING_SET_CAP = 512 * 1024   # bytes of the three fp32 tiles
+
+
+def main() -> int:
+    out = Path(sys.argv[1]) if len(sys.argv) > 1 else Path(__file__).parent / "spaces" / "cpu_blocked_matmul.json.gz"
+    tmp = Path(tempfile.mkdtemp())
+    (tmp / "mm.c").write_text(C_SRC)
+    t0 = time.time()
+    subprocess.run(["gcc", "-O2", "-o", str(tmp / "mm"), str(tmp / "mm.c")], check=True)
+    compile_ms = (time.time() - t0) * 1e3
+    cfgs = [c for c in itertools.product(*TUNE.values())
+            if 4 * (c[0] * c[2] + c[2] * c[1] + c[0] * c[1]) <= WORKING_SET_CAP]
+    proc = subprocess.Popen([str(tmp / "mm")], stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    cache = {}
+    for k, c in enumerate(cfgs):
+        t = time.time()
+        proc.stdin.write(" ".join(map(str, c)) + "\n")
+        proc.stdin.flush()
+        times = [float(x) for x in proc.stdout.readline().split()]
+        rec = dict(zip(TUNE, c))
+        rec.update(time=times[1], times=times, compile_time=compile_ms, verification_time=0,
+                   benchmark_time=(time.time() - t) * 1e3, strategy_time=0, framework_time=0)
+        cache[",".join(map(str, c))] = rec
+        if k % 200 == 0:
+            print(f"{k}/{len(cfgs)}", flush=True)
+    proc.stdin.close()
+    proc.wait()
+    doc = {"device_name": "forge dev host CPU (shared, gcc -O2)", "kernel_name": "blocked_matmul_f32_256",
+           "problem_size": [256, 256, 256], "tune_params_keys": list(TUNE), "tune_params": TUNE,
+           "objective": "time", "cache": cache}
+    out.parent.mkdir(parents=True, exist_ok=True)
+    with gzip.open(out, "wt") as fh:
+        json.dump(doc, fh)
+    print(f"{out}: {len(cache)} of {len(list(itertools.product(*TUNE.values())))} configs measured")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,224 @@
+"""Search efficiency on brute-forced tuning spaces: forge vs random vs Optuna vs Kernel Tuner.
+
+    .venv/bin/python benchmarks/search_efficiency.py [cachefiles...] [--seeds 25]
+        [--budgets 25,50,100,200] [--strategies forge,random,...] [--kt a,b,...] [--no-kt]
+
+Defaults to every `*.json*` under ../shared/data/tuningdata/. Any Kernel Tuner cache file works.
+
+Budget definition (identical for every strategy): B unique evaluations of points that are in the
+cache — successful *or failed* (a failure costs a real compile and launch on hardware). Points
+absent from the cache are infeasible and cost nothing. "Best" is the best successful time found
+within the first B unique evaluations (the worst successful time if none succeeded).
+Kernel Tuner runs in simulation mode on a temporary uncompressed copy of the same file with a
+restriction "present in the cache" that keeps the failed points (Kernel Tuner's own `tune_cache`
+drops them, which would give it a smaller space than everyone else); its `max_fevals` counts
+unique in-cache evaluations, failures included (kernel_tuner/runners/simulation.py), i.e. the same
+budget. Seeds: forge and Optuna take the seed; Kernel Tuner strategies draw from Python's and
+numpy's global generators, which are seeded before each run.
+
+Columns: mean over seeds of best/optimum, and the methodology score
+(random − strategy)/(random − optimum) of that mean (random = exact expectation, 0 = random,
+1 = optimum; forge.search.random_baseline).
+"""
+from __future__ import annotations
+
+import argparse
+import gzip
+import json
+import os
+import random
+import shutil
+import sys
+import tempfile
+import time
+import warnings
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from forge.backends.replay import ReplayData, load_cache  # noqa: E402
+from forge.search.random_baseline import expected_best_random, score  # noqa: E402
+from forge.search.replay_run import run_replay  # noqa: E402
+
+DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
+# optuna-gp is left out of the default list: GPSampler needs torch and took ~2 s per trial here
+# (115 s for one 50-evaluation run), hours for 25 seeds x 3 spaces x 200; pass it with --strategies.
+FORGE_STRATEGIES = ["forge", "random", "optuna-random", "optuna-tpe", "optuna-tpe-multivariate",
+                    "optuna-cmaes", "optuna-qmc"]
+KT_STRATEGIES = ["random_sample", "genetic_algorithm", "simulated_annealing", "bayes_opt",
+                 "greedy_ils", "pso", "diff_evo", "dual_annealing", "mls"]
+
+
+_DATA: dict[str, ReplayData] = {}
+_KT: dict[str, "KernelTunerRunner"] = {}
+
+
+def _data(path: str) -> ReplayData:
+    if path not in _DATA:
+        _DATA[path] = load_cache(path)
+    return _DATA[path]
+
+
+def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int], np.ndarray | str, float]:
+    """One (file, strategy, seed) run -> best-so-far (s) per unique evaluation, or an error line."""
+    path, strategy, budget, seed = task
+    t0 = time.time()
+    data = _data(path)
+    try:
+        if strategy.startswith("KT "):
+            if path not in _KT:
+                _KT[path] = KernelTunerRunner(data)
+            tr = _KT[path].run(strategy[3:], budget, seed)
+        else:
+            tr = _pad(run_replay(data, strategy, budget, seed=seed).trace, budget, data)
+    except Exception as exc:   # an unavailable strategy is reported, not fatal
+        tr = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
+    return (path, strategy, seed), tr, time.time() - t0
+
+
+def _pad(trace: np.ndarray, budget: int, data: ReplayData) -> np.ndarray:
+    """A run that spent less than the budget (space exhausted, or stopped) keeps its last best."""
+    worst = float(np.nanmax(data.time_s))
+    if len(trace) == 0:
+        return np.full(budget, worst)
+    return np.concatenate([trace[:budget], np.full(max(0, budget - len(trace)), trace[-1])])
+
+
+class KernelTunerRunner:
+    """Kernel Tuner strategies in simulation mode over the same file, space and budget."""
+
+    def __init__(self, data: ReplayData):
+        import kernel_tuner  # noqa: F401  (optional extra "compare")
+        from constraint import FunctionConstraint
+        from kernel_tuner import util as ktu
+
+        self.data = data
+        self.tmp = Path(tempfile.mkdtemp(prefix="forge-kt-"))
+        self.file = self.tmp / "cache.json"
+        with (gzip.open if _is_gz(data.path) else open)(data.path, "rt") as src:
+            self.file.write_text(src.read())
+        cache = ktu.read_cache(str(self.file), open_cache=False)
+        self.args = ktu.infer_args_from_cache(cache)
+        self.keys = list(cache["tune_params_keys"])
+        in_cache = {tuple(r[k] for k in self.keys) for r in cache["cache"].values()}
+        self.restrictions = [FunctionConstraint(lambda *v: v in in_cache)]
+
+    def run(self, strategy: str, budget: int, seed: int) -> np.ndarray:
+        from kernel_tuner import tune_kernel
+        random.seed(seed)
+        np.random.seed(seed)
+        with warnings.catch_warnings(), open(os.devnull, "w") as null:
+            warnings.simplefilter("ignore")
+            old = sys.stdout
+            sys.stdout = null
+            try:
+                results, _ = tune_kernel(**self.args, cache=str(self.file), simulation_mode=True,
+                                         restrictions=self.restrictions, strategy=strategy,
+                                         strategy_options={"max_fevals": budget},
+                                         verbose=False, quiet=True)
+            finally:
+                sys.stdout = old
+        seen, best, trace = set(), np.inf, []
+        for r in results:
+            key = tuple(r[k] for k in self.keys)
+            err = r.get("__error__")
+            if key in seen or type(err).__name__ == "InvalidConfig":
+                continue
+            row = self.data.row_of_config(dict(zip(self.keys, key)))
+            if row is None:
+                continue
+            seen.add(key)
+            if self.data.status[row] == "ok":
+                best = min(best, float(self.data.time_s[row]))
+            trace.append(best if np.isfinite(best) else float(np.nanmax(self.data.time_s)))
+        return _pad(np.array(trace), budget, self.data)
+
+    def close(self) -> None:
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _is_gz(path: Path) -> bool:
+    with open(path, "rb") as fh:
+        return fh.read(2) == b"\x1f\x8b"
+
+
+def main(argv: list[str] | None = None) -> int:
+    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
+    ap.add_argument("cachefiles", nargs="*")
+    ap.add_argument("--seeds", type=int, default=25)
+    ap.add_argument("--budgets", default="25,50,100,200")
+    ap.add_argument("--strategies", default=",".join(FORGE_STRATEGIES))
+    ap.add_argument("--kt", default=",".join(KT_STRATEGIES[:4]),
+                    help="Kernel Tuner strategies (needs kernel_tuner installed)")
+    ap.add_argument("--no-kt", action="store_true")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--markdown", help="also write the table to this file")
+    a = ap.parse_args(argv)
+    files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
+    budgets = [int(b) for b in a.budgets.split(",")]
+    bmax = max(budgets)
+    lines = ["| space | strategy | " + " | ".join(f"B={b} best/opt (score)" for b in budgets) + " |",
+             "|---|---|" + "---|" * len(budgets)]
+    t_all = time.time()
+    strategies = [st for st in a.strategies.split(",") if st]
+    if not a.no_kt:
+        try:
+            import kernel_tuner  # noqa: F401
+            strategies += [f"KT {st}" for st in a.kt.split(",") if st]
+        except ImportError as exc:
+            print(f"kernel_tuner not available ({exc}); skipping its strategies", flush=True)
+    tasks = [(str(f), st, bmax, s) for f in files for st in strategies for s in range(a.seeds)]
+    print(f"{len(files)} spaces x {len(strategies)} strategies x {a.seeds} seeds = {len(tasks)} runs "
+          f"of {bmax} evaluations on {a.jobs} processes", flush=True)
+    got: dict[tuple[str, str, int], np.ndarray | str] = {}
+    spent: dict[tuple[str, str], float] = {}
+    if a.jobs > 1:
+        import multiprocessing as mp
+        pool = mp.get_context("fork").Pool(a.jobs)
+        it = pool.imap_unordered(one_run, tasks)
+    else:
+        pool, it = None, map(one_run, tasks)
+    for k, (key, tr, sec) in enumerate(it, 1):
+        got[key] = tr
+        spent[key[:2]] = spent.get(key[:2], 0.0) + sec
+        if k % max(1, len(tasks) // 40) == 0 or k == len(tasks):
+            print(f"  {k}/{len(tasks)} runs done, {time.time()-t_all:.0f} s", flush=True)
+    if pool is not None:
+        pool.close()
+    for f in files:
+        data = _data(str(f))
+        opt = data.optimum_s
+        n_fail = len(data.time_s) - data.n_ok
+        rnd = {b: expected_best_random(data.time_s, 0, b) for b in budgets}
+        print(f"== {data.name}: {len(data.time_s)} valid points ({n_fail} failed), optimum {opt*1e3:.4g} ms",
+              flush=True)
+        lines.append(f"| {data.name} | random (exact expectation) | "
+                     + " | ".join(f"{rnd[b]/opt:.3f} (0.000)" for b in budgets) + " |")
+        for st in strategies:
+            trs = [got[(str(f), st, s)] for s in range(a.seeds)]
+            errs = [t for t in trs if isinstance(t, str)]
+            if errs:
+                print(f"   {st:28s} skipped: {errs[0]}", flush=True)
+                continue
+            print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per run", flush=True)
+            tr = np.stack(trs)
+            cells = []
+            for b in budgets:
+                m = float(tr[:, b - 1].mean())
+                cells.append(f"{m/opt:.3f} ({score(m, rnd[b], opt):.3f})")
+            lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
+    table = "\n".join(lines)
+    print(f"\n{a.seeds} seeds; best/optimum is the mean over seeds (lower is better); score = "
+          f"(random - strategy)/(random - optimum) with random's exact expectation\n")
+    print(table)
+    print(f"\ntotal {time.time()-t_all:.0f} s")
+    if a.markdown:
+        Path(a.markdown).write_text(table + "\n")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,55 @@
+"""`forge replay <cachefile> --strategy <name> --budget 100 --seeds 25`: replay a search offline.
+
+Runs a strategy over a brute-forced Kernel Tuner cache file (forge.backends.replay) for several
+seeds and prints mean best/optimum and the methodology score against random search's exact
+expectation (forge.search.random_baseline). Budget = unique evaluations of points in the cache
+(failures included); infeasible points cost nothing.
+"""
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+import typer
+
+from forge.errors import ForgeInputError
+
+
+def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (.json or .json.gz)"),
+           strategy: str = typer.Option("forge", "--strategy", "-s", help="forge | random | optuna-<sampler>"),
+           budget: int = typer.Option(100, "--budget", "-b", help="unique valid evaluations per run"),
+           seeds: int = typer.Option(25, "--seeds", help="runs with seeds 0..seeds-1"),
+           batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)")) -> None:
+    """Replay a search strategy over a brute-forced tuning space and score it."""
+    from forge.backends.replay import load_cache
+    from forge.search.random_baseline import expected_best_random, score
+    from forge.search.replay_run import run_replay
+
+    try:
+        if budget < 1:
+            raise ForgeInputError("budget", f"{budget}: must be >= 1")
+        if seeds < 1:
+            raise ForgeInputError("seeds", f"{seeds}: must be >= 1")
+        if batch < 1:
+            raise ForgeInputError("batch", f"{batch}: must be >= 1")
+        data = load_cache(cachefile)
+        results = [run_replay(data, strategy, budget, seed=s, batch=batch) for s in range(seeds)]
+    except ForgeInputError as exc:
+        typer.echo(f"error: {exc}", err=True)
+        raise typer.Exit(2)
+    opt = data.optimum_s
+    mean_best = float(np.mean([r.best_s for r in results]))
+    rnd = expected_best_random(data.time_s, 0, budget)
+    fails = sum(r.failures for r in results)
+    typer.echo(f"space      {data.name}  ({data.kernel} on {data.device}): {len(data.time_s)} valid points, "
+               f"{len(data.time_s) - data.n_ok} failed, optimum {opt * 1e3:.4g} ms")
+    typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {seeds} seeds, batch {batch}")
+    typer.echo(f"best/optimum  {mean_best / opt:.4f}   (exact random expectation {rnd / opt:.4f})")
+    typer.echo(f"score         {score(mean_best, rnd, opt):.4f}   ((random - strategy)/(random - optimum); "
+               "0 = random, 1 = optimum)")
+    typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
+               f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("replay")(replay)

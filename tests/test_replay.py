@@ -1,0 +1,172 @@
+"""Replay backend, budget accounting, exact random-search expectation and the `forge replay` CLI."""
+from __future__ import annotations
+
+import gzip
+import itertools
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+import typer
+from typer.testing import CliRunner
+
+from forge.backends.replay import NOT_IN_CACHE, ReplayBackend, load_cache
+from forge.commands.replay import register
+from forge.errors import ForgeInputError
+from forge.search.random_baseline import expected_best_random, score
+from forge.search.replay_run import run_replay
+from forge.search.strategy import Strategy
+
+PARAMS = {"bx": [16, 32, 64, 128], "ty": [1, 2, 3, 4], "mode": [0, 1]}
+
+
+def _time(bx: int, ty: int, mode: int) -> float:
+    return 1.0 + abs(np.log2(bx) - 5) * 0.4 + (ty - 3) ** 2 * 0.3 + mode * 0.5   # optimum 1.0 at (32,3,0)
+
+
+def write_cache(path: Path, gz: bool = False) -> Path:
+    """Tiny Kernel Tuner-format cache: bx=128 with ty=4 is infeasible (absent), ty=1 with mode=1
+    fails at runtime, (16,2,0) fails to compile."""
+    cache = {}
+    for bx, ty, mode in itertools.product(*PARAMS.values()):
+        if bx == 128 and ty == 4:
+            continue
+        rec = {"bx": bx, "ty": ty, "mode": mode, "compile_time": 100.0, "verification_time": 0,
+               "benchmark_time": 20.0}
+        rec["time"] = ("RuntimeFailedConfig" if (ty == 1 and mode == 1) else
+                       "CompilationFailedConfig" if (bx, ty, mode) == (16, 2, 0) else _time(bx, ty, mode))
+        cache[f"{bx},{ty},{mode}"] = rec
+    doc = {"device_name": "toy", "kernel_name": "toy_kernel", "problem_size": [64],
+           "tune_params_keys": list(PARAMS), "tune_params": PARAMS, "objective": "time", "cache": cache}
+    text = json.dumps(doc)
+    if gz:
+        with gzip.open(path, "wt") as fh:
+            fh.write(text)
+    else:
+        path.write_text(text)
+    return path
+
+
+@pytest.fixture
+def toy(tmp_path):
+    return load_cache(write_cache(tmp_path / "toy.json"))
+
+
+def test_load_plain_and_gzip_agree(tmp_path, toy):
+    gz = load_cache(write_cache(tmp_path / "toy_cache.gz", gz=True))   # any path, any suffix
+    assert len(toy.enumeration) == len(gz.enumeration) == 32 - 2
+    assert np.array_equal(toy.status, gz.status)
+    assert [p.name for p in toy.space.params] == list(PARAMS)          # tune_params_keys order
+    assert all(p.ordered for p in toy.space.params)
+    assert toy.optimum_s == pytest.approx(1.0e-3)                     # ms -> s
+    assert sorted(set(toy.status)) == ["compile_error", "ok", "runtime_error"]
+    assert int((toy.status == "runtime_error").sum()) == 4
+    assert toy.cost_s[0] == pytest.approx(0.12)                       # compile + verify + benchmark
+
+
+def test_space_constraint_is_not_in_cache_vectorised(toy):
+    assert toy.space.check({"bx": 128, "ty": 4, "mode": 0})[0].startswith(NOT_IN_CACHE)
+    assert toy.space.check({"bx": 32, "ty": 3, "mode": 0}) == []
+    enum = toy.space.enumerate()                                      # vectorised over the product
+    assert np.array_equal(enum.valid, toy.enumeration.valid)
+    assert enum.reason_counts == {NOT_IN_CACHE: 2}
+
+
+def test_backend_evaluate(toy):
+    be = ReplayBackend(toy)
+    v, st, cost = be.evaluate({"bx": 32, "ty": 3, "mode": 0})
+    assert (v, st) == (pytest.approx(1.0e-3), "ok") and cost == pytest.approx(0.12)
+    assert be.evaluate({"bx": 64, "ty": 1, "mode": 1})[:2] == (None, "runtime_error")
+    assert be.evaluate({"bx": 16, "ty": 2, "mode": 0})[:2] == (None, "compile_error")
+    assert be.evaluate({"bx": 128, "ty": 4, "mode": 0}) == (None, "invalid", 0.0)
+    assert be.evaluate({"bx": 7, "ty": 4, "mode": 0}) == (None, "invalid", 0.0)
+
+
+def test_bad_cachefile_is_input_error(tmp_path):
+    bad = tmp_path / "bad.json"
+    bad.write_text('{"cache": {}}')
+    with pytest.raises(ForgeInputError, match="tune_params_keys"):
+        load_cache(bad)
+    with pytest.raises(ForgeInputError, match="no such file"):
+        load_cache(tmp_path / "missing.json")
+
+
+class _Wasteful(Strategy):
+    """Proposes an infeasible point and a repeat before every new valid point."""
+
+    name = "wasteful"
+
+    def ask(self, n):
+        free = np.flatnonzero(~self.proposed)
+        if not len(free):
+            return []
+        row = int(free[0])
+        self.proposed[row] = True
+        out = [{"bx": 128, "ty": 4, "mode": 1}, self.config(row)]
+        if row > 0:
+            out.append(self.config(0))
+        return out
+
+    def tell(self, config, value):
+        super().tell(config, value)
+
+
+def test_budget_counts_unique_valid_evaluations_only(toy):
+    r = run_replay(toy, _Wasteful(toy.enumeration, 0), budget=7)
+    assert r.evaluations == 7 and len(r.trace) == 7
+    assert r.infeasible == 7                       # proposed, never counted, never told
+    assert r.simulated_s == pytest.approx(7 * 0.12)
+
+
+def test_failures_count_and_are_told_none(toy):
+    r = run_replay(toy, "random", budget=len(toy.enumeration), seed=3)
+    assert r.evaluations == 30 and r.failures == 5
+    assert r.best_s == pytest.approx(toy.optimum_s)
+    assert np.all(np.diff(r.trace) <= 0)
+
+
+def test_expectation_exact_on_tiny_space_by_enumeration():
+    times = np.array([3.0, 1.0, np.nan, 2.0, 5.0, np.nan, 4.0])
+    for b in (1, 2, 3, 5, 7):
+        draws = list(itertools.combinations(range(len(times)), b))
+        vals = []
+        for d in draws:
+            ok = times[list(d)][np.isfinite(times[list(d)])]
+            vals.append(ok.min() if len(ok) else 5.0)       # nothing found -> worst success
+        assert expected_best_random(times, 0, b) == pytest.approx(np.mean(vals), rel=1e-12)
+
+
+def test_expectation_matches_monte_carlo_on_real_space():
+    pn = Path(__file__).resolve().parents[2] / "shared/data/tuningdata/pnpoly/RTX_3090.json.gz"
+    data = load_cache(pn) if pn.is_file() else None
+    if data is None:
+        pytest.skip("shared tuningdata not present")
+    rng = np.random.default_rng(0)
+    t = np.where(data.status == "ok", data.time_s, np.inf)
+    for b in (5, 25, 100):
+        sims = np.array([t[rng.choice(len(t), b, replace=False)].min() for _ in range(4000)])
+        exact = expected_best_random(data.time_s, 0, b)
+        assert abs(sims.mean() - exact) < 4 * sims.std() / np.sqrt(len(sims)) + 1e-12
+    assert score(data.optimum_s, 2.0, data.optimum_s) == 1.0 and score(2.0, 2.0, 1.0) == 0.0
+
+
+def _app():
+    app = typer.Typer()
+    register(app)
+
+    @app.command("noop")
+    def noop() -> None:  # a second command so typer keeps sub-command names
+        pass
+
+    return app
+
+
+def test_cli_replay(tmp_path):
+    path = write_cache(tmp_path / "toy.json.gz", gz=True)
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "random", "--budget", "30",
+                                      "--seeds", "2"])
+    assert res.exit_code == 0, res.output
+    assert "best/optimum  1.0000" in res.output and "score         1.0000" in res.output
+    bad = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "nope"])
+    assert bad.exit_code == 2 and "unknown strategy" in bad.output

@@ -1,0 +1,90 @@
+"""forge's default strategy and the registry, on replayed spaces (fast, deterministic)."""
+from __future__ import annotations
+
+import itertools
+import json
+
+import numpy as np
+import pytest
+
+from forge.backends.replay import load_cache
+from forge.errors import ForgeInputError
+from forge.search.random_baseline import expected_best_random
+from forge.search.replay_run import run_replay
+from forge.search.strategies import get_strategy
+
+VALS = {"a": [1, 2, 4, 8, 16, 32, 64, 128], "b": [1, 2, 4, 8, 16, 32, 64, 128], "c": [0, 1, 2, 3], "d": [0, 1]}
+
+
+@pytest.fixture(scope="module")
+def space(tmp_path_factory):
+    """A 512-point structured space: smooth in log a, log b, a sharp optimum at c=2, d=0;
+    a few points fail at runtime and a corner is infeasible."""
+    cache = {}
+    for a, b, c, d in itertools.product(*VALS.values()):
+        if a * b > 4096:
+            continue                                  # infeasible: absent
+        t = 1 + 0.3 * (np.log2(a) - 5) ** 2 + 0.2 * (np.log2(b) - 2) ** 2 + (0 if c == 2 else 1.5) + 0.7 * d
+        rec = {"a": a, "b": b, "c": c, "d": d, "compile_time": 10, "verification_time": 0, "benchmark_time": 5,
+               "time": "RuntimeFailedConfig" if (c == 3 and a >= 64) else float(t)}
+        cache[f"{a},{b},{c},{d}"] = rec
+    doc = {"device_name": "synthetic", "kernel_name": "k", "problem_size": [1], "tune_params_keys": list(VALS),
+           "tune_params": VALS, "objective": "time", "cache": cache}
+    p = tmp_path_factory.mktemp("spaces") / "synthetic.json"
+    p.write_text(json.dumps(doc))
+    return load_cache(p)
+
+
+def test_deterministic_for_fixed_seed(space):
+    r1 = run_replay(space, "forge", 40, seed=7, batch=4)
+    r2 = run_replay(space, "forge", 40, seed=7, batch=4)
+    r3 = run_replay(space, "forge", 40, seed=8, batch=4)
+    assert r1.proposals == r2.proposals and np.array_equal(r1.trace, r2.trace)
+    assert r1.proposals != r3.proposals
+
+
+def test_proposals_valid_distinct_and_failures_handled(space):
+    s = get_strategy("forge", space.enumeration, seed=1)
+    seen = set()
+    fails = 0
+    while len(seen) < 120:
+        batch = s.ask(5)
+        assert batch, "space not exhausted yet"
+        for cfg in batch:
+            key = tuple(cfg.values())
+            assert key not in seen and space.space.check(cfg) == []
+            seen.add(key)
+            row = space.row_of_config(cfg)
+            value = float(space.time_s[row]) if space.status[row] == "ok" else None
+            fails += value is None
+            s.tell(cfg, value)
+    assert s.best() is not None
+    # the model was fitted with failures among the data (imputed, not crashing)
+    assert fails >= 0 and s.remaining() == len(space.enumeration) - 120
+
+
+def test_exhausts_small_space_without_repeats(space):
+    r = run_replay(space, "forge", 10_000, seed=0, batch=16)
+    assert r.evaluations == len(space.enumeration)
+    assert len({tuple(c.values()) for c in r.proposals}) == r.evaluations
+
+
+def test_beats_random_on_structured_space(space):
+    budget = 30
+    best = np.mean([run_replay(space, "forge", budget, seed=s).best_s for s in range(4)])
+    assert best / space.optimum_s < 1.02
+    assert best < expected_best_random(space.time_s, 0, budget)
+
+
+def test_registry(space):
+    with pytest.raises(ForgeInputError, match="unknown strategy"):
+        get_strategy("nope", space.enumeration)
+    r = run_replay(space, "random", 20, seed=0)
+    assert r.evaluations == 20 and r.infeasible == 0
+
+
+def test_optuna_strategies_delegate(space):
+    pytest.importorskip("forge.search.optuna_strategy")
+    r = run_replay(space, "optuna-random", 15, seed=0)
+    assert r.evaluations == 15 and r.infeasible == 0
+    assert len({tuple(c.values()) for c in r.proposals}) == 15
