@@ -88,6 +88,6 @@ def test_deadlock_is_reported(hw):
 def test_attention_model_fast_and_labelled(hw):
     p = get_op("attention").problem({"B": 4, "Hq": 32, "Hkv": 8, "S": 1024, "D": 128}, "float16", {"causal": True})
     plan = get_plan(p, hw)
-    r = plan.model(dict(s1=64, s2=256, preload=2, l1_bufs=2, l0_db=1, ub_bufs=2))
+    r = plan.model(dict(s1=64, s2=256, preload=2, l1_bufs=2, l0_db=1, base_k=64, ub_bufs=2))
     roof = hw.target.roofline_seconds(get_op("attention").flops(p), get_op("attention").min_bytes(p), "float16")
     assert r.seconds > roof and set(r.busy) >= {"MTE2", "Cube", "Vector", "FixPipe", "MTE3", "Scalar"}

@@ -66,7 +66,15 @@ class Flag:
 
 @dataclass(frozen=True)
 class Stage:
-    """A unit of work on one pipe of one core type, with the queues it consumes and produces."""
+    """A unit of work on one pipe of one core type, with the queues it consumes and produces.
+
+    `hold` lists (buffer, acquire_if, release_if): a consumed buffer held across executions (an
+    L1 tile read by several L0 loads, a resident Q) is DeQue'd only when the C++ condition
+    `acquire_if` holds and freed only when `release_if` holds; a produced one (an L0C block
+    accumulated over K chunks) is allocated on `acquire_if` and enqueued on `release_if`. Held
+    tensors are class members. `signal_if` guards the stage's cross-core sets the same way.
+    The model follows the same conditions per execution (pipemodel.Step.acq / rel / sig).
+    """
 
     name: str
     core: str                 # "aic" | "aiv"
@@ -75,6 +83,14 @@ class Stage:
     produces: tuple[str, ...] = ()
     waits: tuple[str, ...] = ()
     signals: tuple[str, ...] = ()
+    hold: tuple[tuple[str, str, str], ...] = ()
+    signal_if: str = ""
+
+    def held(self, name: str) -> tuple[str, str] | None:
+        for n, a, r in self.hold:
+            if n == name:
+                return a, r
+        return None
 
 
 @dataclass
@@ -108,13 +124,19 @@ class Pipeline:
 
     # -- source emission ---------------------------------------------------------------------
     def declare(self, core: str) -> str:
-        """Member declarations: one TPipe, the TQues (depth 1, ascend.md §2.3) and TBufs."""
+        """Member declarations: one TPipe, the TQues (depth 1, ascend.md §2.3) and TBufs, and the
+        tensors held across stage executions."""
         lines = ["TPipe pipe;"]
         for b in self._of(core):
             if b.queue:
                 lines.append(f"TQue<TPosition::{b.position}, 1> {b.member};   // {b.memory} {int(b.num)} x {int(b.nbytes)} B")
             else:
                 lines.append(f"TBuf<TPosition::{b.position}> {b.member};      // {b.memory} {int(b.nbytes)} B")
+        held = sorted({h[0] for s in self.stages for h in s.hold})
+        for n in held:
+            b = self.buffer(n)
+            if b in self._of(core):
+                lines.append(f"LocalTensor<{b.ctype}> {n};   // held across stage executions")
         return "\n".join(lines)
 
     def init(self, core: str) -> str:
@@ -137,21 +159,26 @@ class Pipeline:
         s = self.stage(stage)
         out = [f"// -- stage {s.name} ({s.pipe}) : sync generated from the pipeline description"]
         out += [f"CrossCoreWaitFlag(FLAG_{w});" for w in s.waits]
-        for n in s.consumes:
+        for n, call in [(n, "DeQue") for n in s.consumes] + [(n, "AllocTensor") for n in s.produces]:
             b = self.buffer(n)
-            out.append(f"LocalTensor<{b.ctype}> {n} = {b.member}.DeQue<{b.ctype}>();")
-        for n in s.produces:
-            b = self.buffer(n)
-            out.append(f"LocalTensor<{b.ctype}> {n} = {b.member}.AllocTensor<{b.ctype}>();")
+            h = s.held(n)
+            if h:
+                out.append(f"if ({h[0]}) {n} = {b.member}.{call}<{b.ctype}>();")
+            else:
+                out.append(f"LocalTensor<{b.ctype}> {n} = {b.member}.{call}<{b.ctype}>();")
         return "\n".join(out)
 
     def end(self, stage: str) -> str:
         s = self.stage(stage)
-        out = [f"{self.buffer(n).member}.EnQue({n});" for n in s.produces]
-        out += [f"{self.buffer(n).member}.FreeTensor({n});" for n in s.consumes]
+        out = []
+        for n, call in [(n, "EnQue") for n in s.produces] + [(n, "FreeTensor") for n in s.consumes]:
+            h = s.held(n)
+            line = f"{self.buffer(n).member}.{call}({n});"
+            out.append(f"if ({h[1]}) {line}" if h else line)
         for n in s.signals:
             f = self.flag(n)
-            out.append(f"CrossCoreSetFlag<{f.mode}, {PIPE_ENUM[f.pipe]}>(FLAG_{f.name});")
+            line = f"CrossCoreSetFlag<{f.mode}, {PIPE_ENUM[f.pipe]}>(FLAG_{f.name});"
+            out.append(f"if ({s.signal_if}) {line}" if s.signal_if else line)
         return "\n".join(out)
 
     def get(self, name: str) -> str:

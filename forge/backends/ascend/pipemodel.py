@@ -35,6 +35,17 @@ class Step:
     nbytes: float = 0.0        # bytes moved (MTE2, MTE3, FIX)
     stream: str = "hbm"        # "hbm": first touch from HBM; "l2": re-read likely served by L2
     stalls: int = 0            # scalar read-backs of vector results inside this step
+    calls: int = 1             # API calls the scalar issues for this step (each issue_s)
+    hbm_frac: float | None = None   # split transfer: this fraction from HBM, the rest from L2
+    acq: tuple[str, ...] | None = None   # held buffers acquired in this execution (None: all)
+    rel: tuple[str, ...] | None = None   # held buffers released in this execution (None: all)
+    sig: bool = True           # the stage's cross-core sets fire in this execution
+
+    def parts(self) -> list[tuple[str, float]]:
+        """(stream, bytes) of a transfer."""
+        if self.hbm_frac is None:
+            return [(self.stream, self.nbytes)]
+        return [("hbm", self.nbytes * self.hbm_frac), ("l2", self.nbytes * (1.0 - self.hbm_frac))]
 
 
 @dataclass
@@ -66,7 +77,8 @@ def simulate(pl: Pipeline, hw: AscendHW, programs: dict[str, list[Step]], active
         for st in prog:
             pipe = stages[st.stage].pipe
             if pipe in ("MTE2", "MTE3", "FIX") and st.nbytes:
-                vol[(core, "r" if pipe == "MTE2" else "w", st.stream)] += st.nbytes
+                for stream, nb in st.parts():
+                    vol[(core, "r" if pipe == "MTE2" else "w", stream)] += nb
     tot = {s: sum(v for (c, d, ss), v in vol.items() if ss == s) or 1.0 for s in ("hbm", "l2")}
     chip_bw = {"hbm": hw.gm_bandwidth, "l2": float(hw.l2_bandwidth)}
     ports = {"MTE2": hw.mte2_bytes_per_cycle * f, "MTE3": hw.mte3_bytes_per_cycle * f,
@@ -74,9 +86,14 @@ def simulate(pl: Pipeline, hw: AscendHW, programs: dict[str, list[Step]], active
 
     def transfer(core: str, pipe: str, st: Step) -> float:
         d = "r" if pipe == "MTE2" else "w"
-        share = chip_bw[st.stream] / max(active_groups, 1) * vol[(core, d, st.stream)] / tot[st.stream]
-        rate = min(ports[pipe], share) if share > 0 else ports[pipe]
-        return float(hw.mte_latency_s) + st.nbytes / rate
+        t = float(hw.mte_latency_s)
+        for stream, nb in st.parts():
+            if nb <= 0:
+                continue
+            share = chip_bw[stream] / max(active_groups, 1) * vol[(core, d, stream)] / tot[stream]
+            rate = min(ports[pipe], share) if share > 0 else ports[pipe]
+            t += nb / rate
+        return t
 
     issue_s = hw.scalar_issue_cycles / f
     pos = {c: 0 for c in programs}
@@ -93,15 +110,25 @@ def simulate(pl: Pipeline, hw: AscendHW, programs: dict[str, list[Step]], active
     makespan = 0.0
     remaining = sum(len(p) for p in programs.values())
 
+    def acquires(s, st: Step, n: str) -> bool:
+        return s.held(n) is None or st.acq is None or n in st.acq
+
+    def releases(s, st: Step, n: str) -> bool:
+        return s.held(n) is None or st.rel is None or n in st.rel
+
     def ready_time(core: str, st: Step) -> float | None:
         s = stages[st.stage]
         t = 0.0
         for n in s.consumes:
+            if not acquires(s, st, n):
+                continue
             k = deq_n[(core, n)]
             if len(enq[(core, n)]) <= k:
                 return None
             t = max(t, enq[(core, n)][k])
         for n in s.produces:
+            if not acquires(s, st, n):
+                continue
             k = alloc_n[(core, n)] - nums[n]
             if k >= 0:
                 if len(freed[(core, n)]) <= k:
@@ -136,23 +163,30 @@ def simulate(pl: Pipeline, hw: AscendHW, programs: dict[str, list[Step]], active
                 else:
                     dur = st.cycles / f
                 dur += st.stalls * STALL_ISSUES * issue_s
+                # the pipe cannot finish before the scalar has issued all of the step's calls
+                dur = max(dur, st.calls * issue_s)
                 end = start + dur
                 pipe_free[(core, s.pipe)] = end
                 busy[(core, s.pipe)] += dur
-                issue[core] += issue_s
-                busy[(core, "S")] += issue_s + st.stalls * STALL_ISSUES * issue_s
+                issue[core] += st.calls * issue_s
+                busy[(core, "S")] += st.calls * issue_s + st.stalls * STALL_ISSUES * issue_s
                 if st.stalls:
                     issue[core] = max(issue[core], end)
                 for n in s.consumes:
-                    deq_n[(core, n)] += 1
-                    freed[(core, n)].append(end)
+                    if acquires(s, st, n):
+                        deq_n[(core, n)] += 1
+                    if releases(s, st, n):
+                        freed[(core, n)].append(end)
                 for n in s.produces:
-                    alloc_n[(core, n)] += 1
-                    enq[(core, n)].append(end)
+                    if acquires(s, st, n):
+                        alloc_n[(core, n)] += 1
+                    if releases(s, st, n):
+                        enq[(core, n)].append(end)
                 for w in s.waits:
                     waits_n[(w, core)] += 1
-                for n in s.signals:
-                    sets[(n, core)].append(end)
+                if st.sig:
+                    for n in s.signals:
+                        sets[(n, core)].append(end)
                 makespan = max(makespan, end, issue[core])
                 pos[core] += 1
                 remaining -= 1

@@ -1,13 +1,28 @@
 """FlashAttention-style forward as a MIX 1:2 kernel (ascend.md §2.9, §3.1, §3.5).
 
-Per unit (b, hq, s1-block) the AIC computes S = Q·Kᵀ tile by tile into a GM ring (C1), the two
-AIVs run the online softmax on their halves of the rows (V1) and write P back, the AIC computes
-P·V (C2) and the AIVs rescale and accumulate O (V2). With `preload` = L the loop runs
-C1(i) ‖ V1(i−1) ‖ C2(i−L) ‖ V2(i−L) over a ring of L+1 workspace slots; the cross-core flags
-QK (AIC Fixpipe -> AIVs), P (AIVs MTE3 -> AIC) and PV (AIC Fixpipe -> AIVs) are the only edges,
-and with L+1 slots they also protect every slot from being overwritten early (no reverse flags).
-GQA reads K/V head hq // (Hq/Hkv); the causal mask is bottom-right aligned; fp16/bf16 in, fp32
-softmax. Tiles whose keys are all masked are skipped by both sides with the same loop bound.
+Work is split into *units*: one s1-row block of the packed GQA rows of one (b, kv-head) — the G
+query heads sharing a K/V head are stacked along the rows (row r = g·Sq + i), as IFA/CATLASS do
+(§3.4, §3.5), so a K/V tile is read once for the whole group and decode (Sq = 1) still fills
+the cube's M dimension with G rows. Each AI core takes a contiguous range of units whose tile
+counts are balanced on the host side (causal units differ in length; §3.2 "causal load balance:
+2×"); the range table is emitted into the source.
+
+Per core the tiles of all its units form one stream, software-pipelined without a drain at unit
+boundaries (§3.1 "C1(i) ‖ V1(i−1) ‖ C2(i−1) ‖ V2(i−2)"): with preload L the AIC runs
+C1(g) [Q·Kᵀ -> S slot] then C2(g−L) [P·V -> O_tmp slot]; the AIVs run V1(g) [online softmax ->
+P slot] then V2(g−L) [O = O·alpha + O_tmp], finishing a unit after V2 of its last tile. A ring
+of L+1 GM workspace slots with the flags QK (AIC FIX -> AIVs), P (AIVs MTE3 -> AIC) and PV
+(AIC FIX -> AIVs) orders everything (no reverse flags are needed: each slot is rewritten only
+after a wait that implies its previous reader finished).
+
+Cube side: Q stays in L1 for the whole unit, K/V/P tiles are double-buffered in L1, and the
+matmuls run in L0 blocks (s1 × base_k) · (base_k × ≤128) accumulated in L0C over K chunks, with
+L0A/L0B/L0C double buffering so MTE1, Cube and FixPipe overlap (§2.6 "dbL0 2", §3.1 basic blocks).
+Vector side: the row max / sum are vectorised — a Max/Add tree over 64-column strips (repeat over
+rows) and one WholeReduceMax/Sum per row, the new maxima broadcast with Brcb into one 32 B block
+per row and subtracted strip by strip with a zero block stride (§2.5.1, §2.5.2); alpha, m and l
+stay in UB (no scalar read-back, no V->S stall). The causal mask (bottom-right) is applied only
+on tiles that cross a row's diagonal, by CompareScalar against a column index ramp + Select.
 """
 from __future__ import annotations
 
@@ -22,6 +37,11 @@ from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
 from forge.generators.ascendc.base import Plan, cdiv
 from forge.space import Constraint, Param, choice
 
+BN = 128          # L0 block N (ascend.md §3.1 BMM basic blocks; §3.5 GemmShape<128,128,128>)
+STRIP = 64        # fp32 elements per 256 B vector repeat (ascend.md §1.4)
+MASK_FILL = -3.0e38
+SIM_TILES = 24    # tiles simulated before extrapolating the steady state (model speed)
+
 
 class AttentionPlan(Plan):
     op = "attention"
@@ -32,58 +52,80 @@ class AttentionPlan(Plan):
         super().__init__(problem, hw)
         s = problem.shape
         self.B, self.Hq, self.Hkv, self.Sq, self.Skv, self.D = (s[k] for k in ("B", "Hq", "Hkv", "Sq", "Skv", "D"))
+        self.G = self.Hq // self.Hkv
+        self.rows = self.G * self.Sq               # packed rows per (b, kv head)
         self.causal = bool(problem.attrs.get("causal"))
 
     # -- space -------------------------------------------------------------------------------
     def params(self) -> list[Param]:
-        # ascend.md §3.7: s1Base {64,128,...}, s2Base multiples of 16 up to 1024, preload {1,2}, K/V bufs {2,3}
-        return [choice("s1", (32, 64, 128), ordered=True, doc="query rows per cube tile (each AIV takes half)"),
+        # ascend.md §3.7: s1Base, s2Base (multiples of 16 up to 1024), preload {1,2}, K/V buffers,
+        # cube base blocks (baseK 64|128), dbL0 {1,2}, UB BUFFER_NUM {1,2}
+        return [choice("s1", (16, 32, 64, 128), ordered=True, doc="packed query rows per cube tile (each AIV takes half)"),
                 choice("s2", (64, 128, 256, 512), ordered=True, doc="keys per tile"),
-                choice("preload", (1, 2, 3), ordered=True, doc="software-pipeline depth L (ring of L+1 slots)"),
-                choice("l1_bufs", (1, 2, 3), ordered=True, doc="L1 blocks for Q/P and K/V"),
+                choice("preload", (1, 2), ordered=True, doc="software-pipeline depth L (ring of L+1 slots)"),
+                choice("l1_bufs", (1, 2), ordered=True, doc="L1 blocks for K, V and P tiles"),
                 choice("l0_db", (1, 2), ordered=True, doc="L0A/L0B/L0C blocks"),
-                choice("ub_bufs", (1, 2), ordered=True, doc="VECIN/VECOUT blocks on each AIV")]
+                choice("base_k", (64, 128), ordered=True, doc="K chunk of one L0 matmul block"),
+                choice("ub_bufs", (1, 2), ordered=True, doc="S-in / P-out blocks on each AIV")]
 
     def extra_constraints(self) -> list[Constraint]:
         skv = self.Skv
         return [Constraint("s2 divides Skv", lambda c: skv % np.asarray(c["s2"]) == 0,
-                           lambda c: f"Skv {skv} % s2 {c['s2']} = {skv % c['s2']} (tails of K/V tiles are not generated)")]
+                           lambda c: f"Skv {skv} % s2 {c['s2']} = {skv % c['s2']} (tails of K/V tiles are not generated)"),
+                Constraint("s1 within rows", lambda c: (np.asarray(c["s1"]) <= 16) | (np.asarray(c["s1"]) < 2 * self.rows),
+                           lambda c: f"s1 {c['s1']} >= 2 × packed rows {self.rows} (G·Sq): half the tile would be empty")]
+
+    def nblk(self, s1: Any) -> Any:
+        return cdiv(self.rows, s1)
 
     def units(self, s1: Any) -> Any:
-        return self.B * self.Hq * cdiv(self.Sq, s1)
+        return self.B * self.Hkv * self.nblk(s1)
 
     def block_dim(self, c: dict[str, Any]) -> Any:
         return np.minimum(self.units(c["s1"]), int(self.hw.aic))
 
+    @staticmethod
+    def chunk_max(n: Any, cap: Any) -> Any:
+        return np.minimum(n, cap)
+
     def resources(self, c: dict[str, Any]) -> Resources:
-        s1, s2, D, e = c["s1"], c["s2"], self.D, self.e
+        s1, s2, D, e, R = c["s1"], c["s2"], self.D, self.e, np.asarray(c["preload"]) + 1
         h = s1 // 2
-        kmax = np.maximum(D, s2)
-        bufs = [Buffer("a1", "A1", s1 * kmax * e, c["l1_bufs"], ctype=self.ctype),     # Q or P tile (L1)
-                Buffer("b1", "B1", s2 * D * e, c["l1_bufs"], ctype=self.ctype),        # K or V tile (L1)
-                Buffer("a0", "A2", s1 * kmax * e, c["l0_db"], ctype=self.ctype),       # L0A
-                Buffer("b0", "B2", s2 * D * e, c["l0_db"], ctype=self.ctype),          # L0B
-                Buffer("c0", "CO1", s1 * kmax * 4, c["l0_db"], ctype="float"),          # L0C (S or O_tmp)
-                Buffer("sIn", "VECIN", h * s2 * 4, c["ub_bufs"], ctype="float"),       # S rows (fp32)
-                Buffer("pOut", "VECOUT", h * s2 * e, c["ub_bufs"], ctype=self.ctype),  # P rows
-                Buffer("oIn", "VECIN", h * D * 4, c["ub_bufs"], ctype="float"),        # O_tmp rows
-                Buffer("oOut", "VECOUT", h * D * e, 1, ctype=self.ctype),              # final O rows
-                Buffer("oAcc", "VECCALC", h * D * 4, queue=False, ctype="float"),
-                Buffer("work", "VECCALC", s2 * 4, queue=False, ctype="float"),
-                Buffer("red", "VECCALC", 64, queue=False, ctype="float")]
-        return Resources(bufs, self.block_dim(c), "aic", events=1, flags=3, pending=c["preload"] + 1)
+        kk = np.minimum(c["base_k"], np.maximum(D, s2))          # largest K chunk (C1: k=D, C2: k=s2)
+        nn = np.minimum(BN, np.maximum(D, s2))                   # largest N chunk (C1: n=s2, C2: n=D)
+        bufs = [Buffer("qL1", "A1", s1 * D * e, 1, ctype=self.ctype),                  # Q of the unit (L1, resident)
+                Buffer("pL1", "A1", s1 * s2 * e, c["l1_bufs"], ctype=self.ctype),      # P tile
+                Buffer("kL1", "B1", s2 * D * e, c["l1_bufs"], ctype=self.ctype),       # K tile
+                Buffer("vL1", "B1", s2 * D * e, c["l1_bufs"], ctype=self.ctype),       # V tile
+                Buffer("aL0", "A2", s1 * kk * e, c["l0_db"], ctype=self.ctype),        # L0A block
+                Buffer("bL0", "B2", kk * nn * e, c["l0_db"], ctype=self.ctype),        # L0B block
+                Buffer("cL0", "CO1", s1 * nn * 4, c["l0_db"], ctype="float"),          # L0C block (S or O_tmp)
+                Buffer("sIn", "VECIN", h * s2 * 4, c["ub_bufs"], ctype="float"),      # S rows (fp32)
+                Buffer("pOut", "VECOUT", h * s2 * e, c["ub_bufs"], ctype=self.ctype), # P rows (max-tree scratch first)
+                Buffer("oIn", "VECIN", h * D * 4, 1, ctype="float"),                  # O_tmp rows
+                Buffer("oOut", "VECOUT", h * D * e, 1, ctype=self.ctype),             # final O rows
+                Buffer("oAcc", "VECCALC", h * D * 4, queue=False, ctype="float"),     # O accumulator
+                Buffer("stat", "VECCALC", h * 4 * (4 + 2 * R), queue=False, ctype="float"),  # m, mNew, l, rowsum, alpha/l ring
+                Buffer("bc", "VECCALC", h * 32, queue=False, ctype="float"),          # Brcb: one 32 B block per row
+                Buffer("col", "VECCALC", s2 * 4, queue=False, ctype="float"),         # column index ramp (causal mask)
+                Buffer("bits", "VECCALC", np.maximum(s2 // 8, 32), queue=False, ctype="uint8_t")]   # compare mask
+        return Resources(bufs, self.block_dim(c), "aic", events=0, flags=3, pending=R)
 
     # -- description -------------------------------------------------------------------------
     def pipeline(self, cfg: dict[str, Any]) -> Pipeline:
         flags = [Flag("QK", 0, "aic", "FIX"), Flag("P", 1, "aiv", "MTE3"), Flag("PV", 2, "aic", "FIX")]
-        st = [Stage("c1_in", "aic", "MTE2", produces=("a1", "b1")),
-              Stage("c1_l0", "aic", "MTE1", consumes=("a1", "b1"), produces=("a0", "b0")),
-              Stage("c1_mm", "aic", "M", consumes=("a0", "b0"), produces=("c0",)),
-              Stage("c1_fix", "aic", "FIX", consumes=("c0",), signals=("QK",)),
-              Stage("c2_in", "aic", "MTE2", produces=("a1", "b1"), waits=("P",)),
-              Stage("c2_l0", "aic", "MTE1", consumes=("a1", "b1"), produces=("a0", "b0")),
-              Stage("c2_mm", "aic", "M", consumes=("a0", "b0"), produces=("c0",)),
-              Stage("c2_fix", "aic", "FIX", consumes=("c0",), signals=("PV",)),
+        st = [Stage("q_in", "aic", "MTE2", produces=("qL1",)),
+              Stage("k_in", "aic", "MTE2", produces=("kL1",)),
+              Stage("c1_ld", "aic", "MTE1", consumes=("qL1", "kL1"), produces=("aL0", "bL0"),
+                    hold=(("qL1", "qAcq", "qRel"), ("kL1", "tAcq", "tRel"))),
+              Stage("c1_mm", "aic", "M", consumes=("aL0", "bL0"), produces=("cL0",), hold=(("cL0", "cAcq", "cRel"),)),
+              Stage("c1_fix", "aic", "FIX", consumes=("cL0",), signals=("QK",), signal_if="sig"),
+              Stage("v_in", "aic", "MTE2", produces=("vL1",)),
+              Stage("p_in", "aic", "MTE2", produces=("pL1",), waits=("P",)),
+              Stage("c2_ld", "aic", "MTE1", consumes=("pL1", "vL1"), produces=("aL0", "bL0"),
+                    hold=(("pL1", "tAcq", "tRel"), ("vL1", "tAcq", "tRel"))),
+              Stage("c2_mm", "aic", "M", consumes=("aL0", "bL0"), produces=("cL0",), hold=(("cL0", "cAcq", "cRel"),)),
+              Stage("c2_fix", "aic", "FIX", consumes=("cL0",), signals=("PV",), signal_if="sig"),
               Stage("v1_in", "aiv", "MTE2", produces=("sIn",), waits=("QK",)),
               Stage("v1", "aiv", "V", consumes=("sIn",), produces=("pOut",)),
               Stage("v1_out", "aiv", "MTE3", consumes=("pOut",), signals=("P",)),
@@ -91,83 +133,203 @@ class AttentionPlan(Plan):
               Stage("v2", "aiv", "V", consumes=("oIn",)),
               Stage("o_fin", "aiv", "V", produces=("oOut",)),
               Stage("o_out", "aiv", "MTE3", consumes=("oOut",))]
-        return Pipeline("forge_attention", "mix", self.resources(cfg).buffers, st, flags, [("V_S", 0)],
+        return Pipeline("forge_attention", "mix", self.resources(cfg).buffers, st, flags, [],
                         int(self.block_dim(cfg)))
 
-    def n_tiles(self, i: int, s1: int, s2: int) -> int:
-        """s2 tiles the s1-block i needs (causal: only up to the last row's diagonal)."""
+    # -- work split (shared by the source and the model) ----------------------------------------
+    def tiles_of(self, blk: int, s1: int, s2: int) -> int:
+        """s2 tiles the packed row block `blk` needs (causal: up to its furthest row's diagonal)."""
         if not self.causal:
             return cdiv(self.Skv, s2)
-        last = min(self.Sq, (i + 1) * s1) - 1
-        keys = min(self.Skv, max(0, last + self.Skv - self.Sq + 1))
+        first, last = blk * s1, min(self.rows, (blk + 1) * s1) - 1
+        maxpos = self.Sq - 1 if first // self.Sq != last // self.Sq else last % self.Sq
+        keys = min(self.Skv, max(0, maxpos + self.Skv - self.Sq + 1))
         return cdiv(keys, s2)
 
-    def heaviest(self, cfg: dict[str, Any]) -> tuple[list[int], int]:
-        """Tile counts of the units of the most loaded AI core (round-robin split), and blockDim."""
+    def masked_tiles(self, blk: int, s1: int, s2: int) -> int:
+        """Tiles of the block that cross some row's diagonal (the mask is applied on those only)."""
+        if not self.causal:
+            return 0
+        first, last = blk * s1, min(self.rows, (blk + 1) * s1) - 1
+        minpos = 0 if first // self.Sq != last // self.Sq else first % self.Sq
+        vis = minpos + self.Skv - self.Sq + 1           # keys the first row sees
+        n = self.tiles_of(blk, s1, s2)
+        return n - min(n, max(0, vis) // s2)
+
+    def unit_costs(self, cfg: dict[str, Any]) -> list[int]:
         s1, s2 = cfg["s1"], cfg["s2"]
+        per = [self.tiles_of(b, s1, s2) for b in range(self.nblk(s1))]
+        return per * (self.B * self.Hkv)
+
+    def core_starts(self, cfg: dict[str, Any]) -> list[int]:
+        """Contiguous unit ranges per AI core with balanced work (tiles + a unit's fixed cost)."""
+        costs = self.unit_costs(cfg)
         bd = int(self.block_dim(cfg))
-        nblk = cdiv(self.Sq, s1)
-        units = self.units(s1)
-        tiles = [self.n_tiles(i, s1, s2) for i in range(nblk)]
-        best: list[int] = []
-        for c in range(min(bd, units)):
-            mine = [tiles[u % nblk] for u in range(c, units, bd)]
-            if sum(mine) > sum(best):
-                best = mine
-        return best, bd
+        w = np.asarray(costs, dtype=float) + 0.25          # a unit also loads Q and writes O
+        cum = np.concatenate([[0.0], np.cumsum(w)])
+        total = cum[-1]
+        starts = [0]
+        for c in range(1, bd):
+            starts.append(int(np.searchsorted(cum, total * c / bd, side="left")))
+        starts.append(len(costs))
+        for i in range(1, len(starts)):                    # monotone, no core beyond the units
+            starts[i] = max(starts[i], starts[i - 1])
+        return starts
 
-    def model(self, cfg: dict[str, Any]) -> ModelResult:
-        """Units drain the ring at their end, so a core's makespan is the sum over its units:
-        each distinct unit length is simulated once (same schedule as `programs`)."""
-        tiles, bd = self.heaviest(cfg)
-        pl = self.pipeline(cfg)
-        total, busy_t, steps = 0.0, {}, 0
-        for nj in sorted(set(tiles)):
-            n = tiles.count(nj)
-            r = simulate(pl, self.hw, self._unit_programs(cfg, [nj]), bd)
-            total += n * r.makespan
-            steps += n * r.steps
-            for k, v in r.busy.items():
-                busy_t[k] = busy_t.get(k, 0.0) + v * r.makespan * n
-        busy = {k: round(v / total, 4) for k, v in busy_t.items()} if total else {}
-        head = float(self.hw.launch_head_s)
-        return ModelResult(head + total, total, head, busy, steps)
+    def heaviest(self, cfg: dict[str, Any]) -> tuple[list[int], int]:
+        """Block indices of the units of the most loaded AI core, and blockDim."""
+        starts = self.core_starts(cfg)
+        costs = self.unit_costs(cfg)
+        nb = self.nblk(cfg["s1"])
+        best, load = [], -1.0
+        for c in range(len(starts) - 1):
+            mine = list(range(starts[c], starts[c + 1]))
+            w = sum(costs[u] for u in mine) + 0.25 * len(mine)
+            if w > load:
+                best, load = [u % nb for u in mine], w
+        return best, len(starts) - 1
 
-    def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
-        tiles, bd = self.heaviest(cfg)
-        return self._unit_programs(cfg, tiles), bd
+    # -- model --------------------------------------------------------------------------------
+    def kv_hbm_fraction(self, cfg: dict[str, Any]) -> float:
+        """Share of K/V tile loads that are first touches (HBM); the rest are re-reads by other
+        row blocks of the same group, served by the 192 MiB L2 (ascend.md §1.5)."""
+        s2 = cfg["s2"]
+        loaded = sum(self.unit_costs(cfg)) * s2
+        needed = self.B * self.Hkv * self.Skv
+        return min(1.0, needed / loaded) if loaded else 1.0
 
-    def _unit_programs(self, cfg: dict[str, Any], tiles_list: list[int]) -> dict[str, list[Step]]:
-        s1, s2, L = cfg["s1"], cfg["s2"], cfg["preload"]
-        D, e, hw = self.D, self.e, self.hw
+    def _vec(self, nbytes: float, factor: float = 1.0) -> float:
+        return self.hw.vector_cycles(nbytes, factor)
+
+    def v1_cost(self, cfg: dict[str, Any], masked: bool) -> tuple[float, int]:
+        """Vector cycles and API calls of V1, op by op as in the template."""
+        h, s2 = cfg["s1"] // 2, cfg["s2"]
+        strips = s2 // STRIP
+        tile = self._vec(h * s2 * 4)                    # one fp32 pass over the h x s2 tile
+        row = self._vec(h * STRIP * 4)                  # one 64-column strip over h rows
+        small = self._vec(h * 4)                        # an op on h per-row values
+        red = self.hw.reduce_cost_factor
+        cyc = tile                                      # Muls scale
+        calls = 1
+        if masked:                                      # CompareScalar + Select per row
+            cyc += 2 * tile
+            calls += 3 * h
+        cyc += (strips - 1) * row + h * red             # Max tree + WholeReduceMax
+        calls += strips + 1
+        cyc += 4 * small + self._vec(h * 32)            # max(m), alpha = exp(m - mNew), m = mNew; Brcb
+        calls += 5
+        cyc += tile + tile + tile                       # Sub (strips, zero block stride), Exp, Cast -> P
+        calls += strips + 2
+        cyc += (strips - 1) * row + h * red             # Add tree + WholeReduceSum
+        calls += strips
+        cyc += 3 * small                                # l = l·alpha + rowsum, ring copy
+        calls += 3
+        return cyc, calls + 12                          # + PipeBarriers between dependent ops
+
+    def v2_cost(self, cfg: dict[str, Any], first: bool) -> tuple[float, int]:
+        h, D = cfg["s1"] // 2, self.D
+        ds = cdiv(D, STRIP)
+        if first:
+            return self._vec(h * D * 4), 1              # acc = O_tmp
+        return self._vec(h * 32) + 2 * self._vec(h * D * 4), ds + 4   # Brcb alpha, Mul strips, Add
+
+    def fin_cost(self, cfg: dict[str, Any]) -> tuple[float, int]:
+        h, D = cfg["s1"] // 2, self.D
+        return self._vec(h * 32) + 2 * self._vec(h * D * 4), cdiv(D, STRIP) + 4   # Brcb l, Div strips, Cast
+
+    def _mm_steps(self, stage: str, m: int, n: int, k: int, first_in_unit: bool, last_in_unit: bool,
+                  cfg: dict[str, Any], nbytes_out: float) -> list[Step]:
+        """L0 blocks of one matmul: per N chunk, K chunks (MTE1 + Mmad), then one Fixpipe."""
+        hw, e, dt = self.hw, self.e, self.p.dtype
+        bk = cfg["base_k"]
+        out: list[Step] = []
+        held = ("qL1", "kL1") if stage == "c1" else ("pL1", "vL1")
+        nch, kch = cdiv(n, BN), cdiv(k, bk)
+        for nc in range(nch):
+            nn = min(BN, n - nc * BN)
+            for kc in range(kch):
+                kk = min(bk, k - kc * bk)
+                first, last = nc == 0 and kc == 0, nc == nch - 1 and kc == kch - 1
+                acq = tuple(b for b in held if first and (b != "qL1" or first_in_unit))
+                rel = tuple(b for b in held if last and (b != "qL1" or last_in_unit))
+                mte1 = m * kk * e / hw.mte1_l0a_bytes_per_cycle + kk * nn * e / hw.mte1_l0b_bytes_per_cycle
+                out.append(Step(f"{stage}_ld", cycles=mte1, calls=m // 16 + kk // 16, acq=acq, rel=rel))
+                out.append(Step(f"{stage}_mm", cycles=hw.cube_cycles(m, nn, kk, dt), calls=2,
+                                acq=("cL0",) if kc == 0 else (), rel=("cL0",) if kc == kch - 1 else ()))
+            out.append(Step(f"{stage}_fix", nbytes=m * nn * 4, stream="l2", calls=2, sig=nc == nch - 1))
+        return out
+
+    def programs(self, cfg: dict[str, Any], blocks: list[int] | None = None) -> tuple[dict[str, list[Step]], int]:
+        """Stage sequences of the most loaded AI core (its AIC and both AIVs) over its tile stream."""
+        heavy, bd = self.heaviest(cfg)
+        blocks = heavy if blocks is None else blocks
+        s1, s2, L, D, e = cfg["s1"], cfg["s2"], cfg["preload"], self.D, self.e
         h = s1 // 2
-        dt = self.p.dtype
-        mte1 = lambda m, n, k: (m * k * e) / hw.mte1_l0a_bytes_per_cycle + (k * n * e) / hw.mte1_l0b_bytes_per_cycle
+        fkv = self.kv_hbm_fraction(cfg)
+        stream = [(u, j, self.tiles_of(b, s1, s2), self.masked_tiles(b, s1, s2), b)
+                  for u, b in enumerate(blocks) for j in range(self.tiles_of(b, s1, s2))]
+        T = len(stream)
         aic: list[Step] = []
         aiv: list[Step] = []
-        for nj in tiles_list:
-            for s in range(nj + L):
-                if s < nj:
-                    aic += [Step("c1_in", nbytes=(s1 + s2) * D * e, stream="l2"),
-                            Step("c1_l0", cycles=mte1(s1, s2, D)),
-                            Step("c1_mm", cycles=hw.cube_cycles(s1, s2, D, dt)),
-                            Step("c1_fix", nbytes=s1 * s2 * 4, stream="l2")]
-                    aiv += [Step("v1_in", nbytes=h * s2 * 4, stream="l2"),
-                            # scale, max, sub, exp, sum, cast (+ mask fill): ~6 fp32 passes, 2 reductions
-                            Step("v1", cycles=hw.vector_cycles(h * s2 * 4, 6 + 2 * hw.reduce_cost_factor), stalls=2 * h),
-                            Step("v1_out", nbytes=h * s2 * e, stream="l2")]
-                if s >= L:
-                    aic += [Step("c2_in", nbytes=(s1 * s2 + s2 * D) * e, stream="l2"),
-                            Step("c2_l0", cycles=mte1(s1, D, s2)),
-                            Step("c2_mm", cycles=hw.cube_cycles(s1, D, s2, dt)),
-                            Step("c2_fix", nbytes=s1 * D * 4, stream="l2")]
-                    aiv += [Step("v2_in", nbytes=h * D * 4, stream="l2"),
-                            Step("v2", cycles=hw.vector_cycles(h * D * 4, 2))]
-            aiv += [Step("o_fin", cycles=hw.vector_cycles(h * D * 4, 2)), Step("o_out", nbytes=h * D * e)]
-        # compulsory HBM traffic is Q, K, V once and O once; charge it on the first touch of each
-        # unit's Q and on the output (the K/V re-reads across units are L2 hits, 192 MiB L2)
-        return {"aic": aic, "aiv0": aiv, "aiv1": list(aiv)}
+        for g in range(T + L):
+            if g < T:
+                u, j, nj, nm, b = stream[g]
+                rows = min(s1, self.rows - b * s1)
+                if j == 0:
+                    aic.append(Step("q_in", nbytes=rows * D * e, stream="hbm"))
+                aic.append(Step("k_in", nbytes=s2 * D * e, hbm_frac=fkv))
+                aic += self._mm_steps("c1", s1, s2, D, j == 0, j == nj - 1, cfg, s1 * s2 * 4)
+                cyc, calls = self.v1_cost(cfg, masked=j >= nj - nm)
+                aiv += [Step("v1_in", nbytes=h * s2 * 4, stream="l2"),
+                        Step("v1", cycles=cyc, calls=calls),
+                        Step("v1_out", nbytes=h * s2 * e, stream="l2")]
+            if g >= L:
+                u, j, nj, nm, b = stream[g - L]
+                rows = min(s1, self.rows - b * s1)
+                aic += [Step("v_in", nbytes=s2 * D * e, hbm_frac=fkv),
+                        Step("p_in", nbytes=s1 * s2 * e, stream="l2")]
+                aic += self._mm_steps("c2", s1, D, s2, True, True, cfg, s1 * D * 4)
+                cyc, calls = self.v2_cost(cfg, j == 0)
+                aiv += [Step("v2_in", nbytes=h * D * 4, stream="l2"), Step("v2", cycles=cyc, calls=calls)]
+                if j == nj - 1:
+                    cyc, calls = self.fin_cost(cfg)
+                    aiv += [Step("o_fin", cycles=cyc, calls=calls),
+                            Step("o_out", nbytes=max(0, min(h, rows)) * D * e, stream="hbm")]
+        return {"aic": aic, "aiv0": aiv, "aiv1": list(aiv)}, bd
 
+    def model(self, cfg: dict[str, Any]) -> ModelResult:
+        """Simulates the heaviest core's tile stream; a long stream is simulated over two prefixes
+        of whole units and extrapolated at the steady-state rate between them."""
+        blocks, bd = self.heaviest(cfg)
+        s1, s2 = cfg["s1"], cfg["s2"]
+        tiles = [self.tiles_of(b, s1, s2) for b in blocks]
+        total = sum(tiles)
+        pl = self.pipeline(cfg)
+        head = float(self.hw.launch_head_s)
+        if total == 0:
+            return ModelResult(head, 0.0, head, {}, 0)
+
+        def prefix(n_tiles: int) -> int:
+            acc = 0
+            for i, t in enumerate(tiles):
+                acc += t
+                if acc >= n_tiles:
+                    return i + 1
+            return len(tiles)
+
+        na = prefix(SIM_TILES // 2)
+        nb = max(prefix(SIM_TILES), na + 1)
+        if nb >= len(tiles):
+            r = simulate(pl, self.hw, self.programs(cfg, blocks)[0], bd)
+            return ModelResult(head + r.makespan, r.makespan, head, r.busy, r.steps)
+        ra = simulate(pl, self.hw, self.programs(cfg, blocks[:na])[0], bd)
+        rb = simulate(pl, self.hw, self.programs(cfg, blocks[:nb])[0], bd)
+        ta, tb = sum(tiles[:na]), sum(tiles[:nb])
+        rate = (rb.makespan - ra.makespan) / max(tb - ta, 1)
+        span = rb.makespan + rate * (total - tb)
+        return ModelResult(head + span, span, head, rb.busy, int(rb.steps * total / max(tb, 1)))
+
+    # -- rendering ------------------------------------------------------------------------------
     def workspace_bytes(self, cfg: dict[str, Any]) -> int:
         s1, s2, R = cfg["s1"], cfg["s2"], cfg["preload"] + 1
         return int(self.block_dim(cfg)) * R * (s1 * s2 * 4 + s1 * s2 * self.e + s1 * self.D * 4)
@@ -175,17 +337,23 @@ class AttentionPlan(Plan):
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         scale = self.p.attrs.get("scale")
         scale = float(scale) if scale is not None else 1.0 / math.sqrt(self.D)
+        starts, costs = self.core_starts(cfg), self.unit_costs(cfg)
         return dict(B=self.B, Hq=self.Hq, Hkv=self.Hkv, Sq=self.Sq, Skv=self.Skv, D=self.D, ELEM=self.e,
-                    causal=self.causal, scale=scale, S1=cfg["s1"], S2=cfg["s2"], L=cfg["preload"],
-                    R=cfg["preload"] + 1)
+                    causal=self.causal, scale=repr(float(np.float32(scale))), S1=cfg["s1"], S2=cfg["s2"],
+                    L=cfg["preload"], R=cfg["preload"] + 1, BK=cfg["base_k"], BN=BN, STRIP=STRIP,
+                    MASK_FILL=MASK_FILL, core_starts=starts,
+                    core_tiles=[sum(costs[starts[c]:starts[c + 1]]) for c in range(len(starts) - 1)])
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
+        """Two K/V groups (so at least two cores), up to two heads per group, row blocks that span a
+        head boundary and a tail, and up to three s2 tiles."""
         from forge.ops import get_op
-        g = self.Hq // self.Hkv
-        sq = min(self.Sq, 2 * cfg["s1"] + cfg["s1"] // 2)       # two full s1 blocks and a tail
-        skv = min(self.Skv, 3 * cfg["s2"])                        # three s2 tiles
-        skv = max(cfg["s2"], skv - skv % cfg["s2"])
-        if self.Sq == self.Skv:
+        s1, s2 = cfg["s1"], cfg["s2"]
+        g = min(self.G, 2)
+        sq = min(self.Sq, s1 + s1 // 2 + 8)
+        skv = min(self.Skv, 3 * s2)
+        skv = max(s2, skv - skv % s2)
+        if self.causal and self.Sq <= self.Skv:
             sq = min(sq, skv)
-        shape = {"B": 1, "Hq": min(g, 2) * 1, "Hkv": 1, "Sq": sq, "Skv": skv, "D": self.D}
+        shape = {"B": 1, "Hq": 2 * g, "Hkv": 2, "Sq": sq, "Skv": skv, "D": self.D}
         return get_op("attention").problem(shape, self.p.dtype, dict(self.p.attrs))
