@@ -88,7 +88,7 @@ def test_parallel_builds_of_one_source_agree(tmp_path):
 def test_model_is_roofline_and_scales_with_threads():
     be = get_backend("cpu")
     p = get_op("attention").problem(dict(B=1, H=8, S=1024, D=64))
-    cfg = dict(block_q=64, block_kv=64, vec=16, mr=4, nv=2, order="head", threads=1, schedule="static")
+    cfg = dict(block_q=64, block_kv=64, vec=16, kr=4, qv=2, mr=4, order="head", threads=1, schedule="static")
     one, two = be.model(Variant(p, "cpu", cfg)), be.model(Variant(p, "cpu", cfg | {"threads": 2}))
     assert one > 0 and (two < one or get_target("cpu").details["cores"] == 1)
 
@@ -96,7 +96,7 @@ def test_model_is_roofline_and_scales_with_threads():
 def test_generated_source_is_readable_with_config_on_top():
     be = get_backend("cpu")
     p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=2, S=64, D=32), "float32", {"causal": True})
-    cfg = dict(block_q=32, block_kv=64, vec=16, mr=2, nv=2, order="group", threads=1, schedule="dynamic")
+    cfg = dict(block_q=32, block_kv=64, vec=16, kr=4, qv=2, mr=2, order="group", threads=1, schedule="dynamic")
     text = be.generate(Variant(p, "cpu", cfg)).text
     head = text[:1500]
     for k, val in cfg.items():

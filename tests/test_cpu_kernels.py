@@ -64,7 +64,7 @@ def test_matmul_configs_correct(backend, cache_dir, m, n, k, tb, index):
 def test_causal_rows_without_keys_are_zero(backend, cache_dir):
     """Sq > Skv, bottom-right causal: the first Sq - Skv query rows see no key; output is zero."""
     p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=8, D=16), "float32", {"causal": True})
-    cfg = dict(block_q=16, block_kv=32, vec=8, mr=2, nv=1, order="group", threads=1, schedule="static")
+    cfg = dict(block_q=16, block_kv=32, vec=8, kr=2, qv=1, mr=2, order="group", threads=1, schedule="static")
     v = Variant(p, "cpu", cfg)
     m = backend.run(backend.build(v, cache_dir), v, seed=3, warmup=0, reps=1, timeout=30)
     assert m.status == "ok", m.reason

@@ -41,7 +41,7 @@ def test_mha_offers_only_per_head_order(backend):
 
 
 def _base_attention():
-    return dict(block_q=16, block_kv=32, vec=16, mr=1, nv=1, order="head", threads=1, schedule="static")
+    return dict(block_q=16, block_kv=32, vec=16, kr=2, qv=1, mr=1, order="head", threads=1, schedule="static")
 
 
 def test_rejections_name_rule_and_numbers(backend):
@@ -50,10 +50,10 @@ def test_rejections_name_rule_and_numbers(backend):
     cores = get_target("cpu").details["cores"]
     cfg = _base_attention() | {"threads": 64}
     assert any(r.startswith("threads: 64 threads") and f"{cores} cores" in r for r in sp.check(cfg))
-    cfg = _base_attention() | {"mr": 8, "nv": 4}
+    cfg = _base_attention() | {"block_q": 64, "kr": 8, "qv": 4}
     assert any(r.startswith("accumulators: 32 vectors > %d" % space_data()["max_accumulators"]) for r in sp.check(cfg))
-    cfg = _base_attention() | {"block_kv": 32, "nv": 4}          # 4 x 16 floats do not divide 32 keys
-    assert any("nv*vec=64" in r for r in sp.check(cfg))
+    cfg = _base_attention() | {"qv": 2}                           # 2 x 16 query lanes do not divide 16 queries
+    assert any("qv*vec=32" in r for r in sp.check(cfg))
     cfg = _base_attention() | {"block_q": 128, "block_kv": 256, "order": "group"}
     reasons = sp.check(cfg)
     assert any(r.startswith("L2 working set:") and "KiB >" in r and "Q " in r for r in reasons), reasons

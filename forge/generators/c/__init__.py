@@ -13,8 +13,8 @@ from typing import Any
 import jinja2
 import numpy as np
 
-from forge.generators.c.spaces import (FLOAT, attention_group, attention_scratch_floats, cpu_space,
-                                       matmul_scratch_floats, padded_dp, space_data)
+from forge.generators.c.spaces import (FLOAT, attention_group, attention_pack_v, attention_scratch_floats,
+                                       cpu_space, matmul_scratch_floats, padded_dp, space_data)
 from forge.ops import get_op
 from forge.ops.attention import Attention
 from forge.problem import Problem
@@ -44,8 +44,16 @@ def scratch_layout(sizes: dict[str, int]) -> tuple[dict[str, tuple[int, int]], i
 
 
 def _split_chunks(n_vec: int, per_step: int) -> list[tuple[int, int]]:
-    """Head-dim vectors [0, n_vec) in chunks of at most per_step: (first vector, count)."""
-    return [(v0, min(per_step, n_vec - v0)) for v0 in range(0, n_vec, per_step)]
+    """Head-dim vectors [0, n_vec) in the fewest chunks of at most per_step, sizes balanced
+    (8 vectors at 6 per step -> 4 + 4, not 6 + 2): (first vector, count)."""
+    n_chunks = -(-n_vec // per_step)
+    base, extra = divmod(n_vec, n_chunks)
+    out, v0 = [], 0
+    for i in range(n_chunks):
+        n = base + (1 if i < extra else 0)
+        out.append((v0, n))
+        v0 += n
+    return out
 
 
 def _c_float(x: float) -> str:
@@ -58,13 +66,18 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     G = group if cfg["order"] == "group" else 1
     vec = cfg["vec"]
     dp = int(padded_dp(s["D"], vec))
-    sizes = {k: int(np.asarray(v)) for k, v in attention_scratch_floats(p, cfg).items() if k != "m/l/alpha"}
-    sizes.update({"m": G * cfg["block_q"], "l": G * cfg["block_q"], "alpha": G * cfg["block_q"]})
-    layout, total = scratch_layout(sizes)
+    pack_v = bool(attention_pack_v(p, vec))
+    floats = attention_scratch_floats(p, cfg)
+    sizes = {"Qt": floats["Q"], "O": floats["O"], "S": floats["S"], "m": G * cfg["block_q"],
+             "l": G * cfg["block_q"], "alpha": floats["alpha"]}
+    if pack_v:
+        sizes["V"] = floats["V"]
+    layout, total = scratch_layout({k: int(np.asarray(v)) for k, v in sizes.items()})
     # PV register tile: mr rows x up to (max_accumulators // mr) head-dim vectors per pass
     per_step = max(1, space_data()["max_accumulators"] // cfg["mr"])
     return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HT=s["Hq"] // G, DP=dp,
-                  scratch=layout, scratch_total=total, pv_chunks=_split_chunks(dp // vec, per_step),
+                  pack_v=pack_v, scratch=layout, scratch_total=total,
+                  pv_chunks=_split_chunks(dp // vec, per_step),
                   causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), **s, **cfg)
 
 

@@ -42,9 +42,11 @@ def _ordered(name: str, values: list[Any], doc: str = "") -> Param:
     return Param(name, tuple(values), True, doc)
 
 
-def _common_params(data: dict[str, Any]) -> list[Param]:
+def _common_params(data: dict[str, Any], op: dict[str, Any] | None = None) -> list[Param]:
+    """threads and schedule; an operator's own `schedules` list replaces the global one."""
+    schedules = (op or {}).get("schedules", data["schedules"])
     return [_ordered("threads", data["threads"], "OpenMP threads"),
-            choice("schedule", data["schedules"], doc="OpenMP loop schedule")]
+            choice("schedule", schedules, doc="OpenMP loop schedule")]
 
 
 def _threads_rule(target: Target) -> Constraint:
@@ -69,7 +71,7 @@ def _l2_budget(target: Target) -> float:
 
 
 def _kib_parts(terms: Callable[[dict[str, Any]], dict[str, Any]]) -> Callable[[dict[str, Any]], str]:
-    return lambda c: " + ".join(f"{k} {float(v) * FLOAT / 1024:g} KiB" for k, v in terms(c).items())
+    return lambda c: " + ".join(f"{k} {float(v) * FLOAT / 1024:g} KiB" for k, v in terms(c).items() if float(v))
 
 
 # --------------------------------------------------------------------------------------------
@@ -77,35 +79,47 @@ def attention_group(p: Problem) -> int:
     return p.shape["Hq"] // p.shape["Hkv"]
 
 
+def attention_pack_v(p: Problem, vec: Any) -> Any:
+    """V rows are read in place when D is whole vectors; otherwise each key block is packed padded."""
+    return p.shape["D"] % vec != 0
+
+
 def attention_scratch_floats(p: Problem, c: Any) -> dict[str, Any]:
-    """Per-thread working set of the fused attention kernel, in floats, by buffer."""
+    """Per-thread working set of the fused attention kernel, in floats, by buffer.
+
+    Qt/O/S/V/m/l/alpha are the thread's scratch; "K tile" and "V tile" are the key/value block
+    read in place from the input, counted because it must stay cached while the task reuses it.
+    """
     D = p.shape["D"]
     g = np.where(c["order"] == "group", attention_group(p), 1)
     dp = padded_dp(D, c["vec"])
     bq, bkv = c["block_q"], c["block_kv"]
-    return {"Q": g * bq * dp, "O": g * bq * dp, "S": bq * bkv, "Kt": dp * bkv, "V": bkv * dp,
-            "m/l/alpha": 3 * g * bq}
+    return {"Q": g * D * bq, "O": g * bq * dp, "S": bkv * bq,
+            "V": np.where(attention_pack_v(p, c["vec"]), bkv * dp, 0),
+            "K tile": bkv * D, "V tile": bkv * D, "m/l": 2 * g * bq, "alpha": bq}
 
 
 def attention_space(p: Problem, target: Target) -> Space:
     d = space_data()
     a = d["attention"]
     orders = a["order"] if attention_group(p) > 1 else ["head"]  # MHA: both orders are one kernel
-    params = [_ordered("block_q", a["block_q"], "query rows per block"),
+    params = [_ordered("block_q", a["block_q"], "query rows per task"),
               _ordered("block_kv", a["block_kv"], "keys per block (online softmax step)"),
               _ordered("vec", a["vec"], "floats per SIMD vector"),
-              _ordered("mr", a["mr"], "query rows per micro-kernel step"),
-              _ordered("nv", a["nv"], "vectors along kv per micro-kernel step"),
+              _ordered("kr", a["kr"], "keys per S = Q K^T register tile"),
+              _ordered("qv", a["qv"], "query vectors per S = Q K^T register tile"),
+              _ordered("mr", a["mr"], "query rows per O += P V register tile"),
               choice("order", orders, doc="head: one head per task; group: a GQA group per task")]
-    params += _common_params(d)
+    params += _common_params(d, a)
     usage = lambda c: sum(attention_scratch_floats(p, c).values()) * FLOAT  # noqa: E731
     rules = [
         _block_rule("block_q", "Sq", p.shape["Sq"], min(a["block_q"])),
         _block_rule("block_kv", "Skv", p.shape["Skv"], min(a["block_kv"])),
+        _divides("query micro-tile divides block_q", "block_q", lambda c: c["qv"] * c["vec"], "qv*vec"),
+        _divides("kr divides block_kv", "block_kv", lambda c: c["kr"], "kr"),
         _divides("mr divides block_q", "block_q", lambda c: c["mr"], "mr"),
-        _divides("kv micro-tile divides block_kv", "block_kv", lambda c: c["nv"] * c["vec"], "nv*vec"),
-        limit("accumulators", lambda c: c["mr"] * c["nv"], d["max_accumulators"], "vectors",
-              parts=lambda c: f"mr={c['mr']} x nv={c['nv']}"),
+        limit("accumulators", lambda c: c["kr"] * c["qv"], d["max_accumulators"], "vectors",
+              parts=lambda c: f"kr={c['kr']} x qv={c['qv']}"),
         limit("L2 working set", usage, _l2_budget(target), "KiB",
               parts=_kib_parts(lambda c: attention_scratch_floats(p, c)), scale=1024),
         _threads_rule(target),
