@@ -46,11 +46,12 @@ def stream_model(hw: AscendHW, label: str, elems: int, reads: int, writes: int, 
 VENDOR_TILES = {"baseM": 128, "baseK": 64, "stepK": 2, "dbL1": 2}
 
 
-def best_model(problem: Problem, hw: AscendHW, batch: int = 1, limit: int = 12) -> float:
+def best_model(problem: Problem, hw: AscendHW, batch: int = 1, limit: int = 12, b_share: int = 1) -> float:
     """Best modeled time of the problem's own plan over vendor-like valid configs."""
     plan = get_plan(problem, hw)
     if batch > 1:
         plan.batch = batch
+    plan.b_share = b_share
     sp = plan.space()
     try:
         en = sp.restrict({k: v for k, v in VENDOR_TILES.items() if k in sp.names}).enumerate()
@@ -72,10 +73,11 @@ def unfused(problem: Problem, hw: AscendHW) -> list[Kernel]:
         qk = mm.problem({"M": s["Sq"], "N": s["Skv"], "K": s["D"]}, problem.dtype, {"transpose_b": True})
         pv = mm.problem({"M": s["Sq"], "N": s["D"], "K": s["Skv"]}, problem.dtype)
         n = rows * s["Skv"]
-        return [Kernel("S = Q Kᵀ (batched matmul)", best_model(qk, hw, s["B"] * s["Hq"])),
+        g = s["Hq"] // s["Hkv"]                                # GQA: G query heads read one K/V head
+        return [Kernel("S = Q Kᵀ (batched matmul)", best_model(qk, hw, s["B"] * s["Hq"], b_share=g)),
                 stream_kernel(hw, "S = S·scale + mask", n, 1, 1, 2, e),
                 stream_kernel(hw, "P = softmax(S)", n, 1, 1, 7, e),    # one row-resident pass (5 fp32 ops + 2 reduces)
-                Kernel("O = P V (batched matmul)", best_model(pv, hw, s["B"] * s["Hq"]))]
+                Kernel("O = P V (batched matmul)", best_model(pv, hw, s["B"] * s["Hq"], b_share=g))]
     if problem.op == "rmsnorm":
         n = s["M"] * s["N"]
         ks = [stream_kernel(hw, "h = x + residual", n, 2, 1, 1, e)] if problem.attrs.get("residual") else []

@@ -271,14 +271,19 @@ class AttentionPlan(Plan):
         T = len(stream)
         aic: list[Step] = []
         aiv: list[Step] = []
+        def load_qk(g: int) -> list[Step]:
+            u, j, nj, nm, b = stream[g]
+            q = [Step("q_in", nbytes=min(s1, self.rows - b * s1) * D * e, stream="hbm")] if j == 0 else []
+            return q + [Step("k_in", nbytes=s2 * D * e, hbm_frac=fkv)]
+
+        if T:
+            aic += load_qk(0)
         for g in range(T + L):
             if g < T:
                 u, j, nj, nm, b = stream[g]
-                rows = min(s1, self.rows - b * s1)
-                if j == 0:
-                    aic.append(Step("q_in", nbytes=rows * D * e, stream="hbm"))
-                aic.append(Step("k_in", nbytes=s2 * D * e, hbm_frac=fkv))
                 aic += self._mm_steps("c1", s1, s2, D, j == 0, j == nj - 1, cfg, s1 * s2 * 4)
+                if g + 1 < T:                           # K(g+1) prefetched before C2 waits for P
+                    aic += load_qk(g + 1)
                 cyc, calls = self.v1_cost(cfg, masked=j >= nj - nm)
                 aiv += [Step("v1_in", nbytes=h * s2 * 4, stream="l2"),
                         Step("v1", cycles=cyc, calls=calls),

@@ -24,6 +24,7 @@ class MatmulPlan(Plan):
     template = "matmul.cpp.j2"
     kind = "aic"
     batch = 1                       # model-only: independent matmuls run back to back (unfused baselines)
+    b_share = 1                     # model-only: batches sharing one B operand (GQA heads sharing K/V)
 
     def __init__(self, problem, hw):
         super().__init__(problem, hw)
@@ -75,11 +76,16 @@ class MatmulPlan(Plan):
         per_core_blocks = cdiv(blocks, cores)
         prog: list[Step] = []
         ksteps = cdiv(self.K, bk)
+        # compulsory traffic (A and B read once from HBM, B shared by `b_share` batches) over what the
+        # blocks load: that share of every load is a first touch from HBM, the rest L2 re-reads (§1.5)
+        loaded = blocks * cfg["coreM"] * cfg["coreN"] * (bm + bn) * bk * ksteps * e
+        needed = self.batch * (self.M * self.K + self.K * self.N / self.b_share) * e
+        fhbm = min(1.0, needed / loaded) if loaded else 1.0
         for _ in range(per_core_blocks):
             for _ in range(cfg["coreM"] * cfg["coreN"]):
                 for k0 in range(0, ksteps, sk):
                     n = min(sk, ksteps - k0)
-                    prog.append(Step("load", nbytes=(bm + bn) * bk * n * e, stream="l2"))
+                    prog.append(Step("load", nbytes=(bm + bn) * bk * n * e, hbm_frac=fhbm))
                     for i in range(n):
                         mte1 = (bm * bk * e) / hw.mte1_l0a_bytes_per_cycle + (bk * bn * e) / hw.mte1_l0b_bytes_per_cycle
                         prog.append(Step("mte1_last" if i == n - 1 else "mte1", cycles=mte1))
