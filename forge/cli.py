@@ -143,20 +143,22 @@ def report(
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>)"),
     top: int = typer.Option(10, help="rows shown in the terminal"),
 ) -> None:
-    """Print a run's leaderboard; with --format, also write it to a file."""
+    """Print a run's leaderboard (or a bench folder's); with --format, also write it to a file."""
+    from forge.bench.runner import BENCH_FILE
     from forge.report.leaderboard import build_leaderboard
     from forge.report.render import FORMATS, print_leaderboard
+    from forge.report.run_html import leaderboard_html
 
+    if (Path(run) / BENCH_FILE).is_file():
+        from forge.bench.render import write_reports
+
+        for kind, path in write_reports(run, console=out).items():
+            out.print(f"wrote {path}")
+        return
     lb = build_leaderboard(run)
     print_leaderboard(lb, out, top=top)
     if fmt:
-        formats = dict(FORMATS)
-        try:
-            from forge.report.html import leaderboard_html
-
-            formats["html"] = leaderboard_html
-        except ImportError:
-            pass
+        formats = {**FORMATS, "html": leaderboard_html}
         if fmt not in formats:
             raise ForgeInputError("--format", f"unknown format {fmt!r}; allowed: {', '.join(formats)}")
         path = output or Path(run) / f"leaderboard.{fmt}"

@@ -1,0 +1,49 @@
+"""Self-contained HTML page for one tuning run: headline, leaderboard, failures, convergence plot."""
+from __future__ import annotations
+
+import base64
+
+from jinja2 import Environment, select_autoescape
+
+from forge.report import plots
+from forge.report.leaderboard import Leaderboard
+from forge.report.progress import fmt_seconds
+from forge.report.render import headline
+
+TEMPLATE = r"""<!doctype html>
+<html lang="en"><head><meta charset="utf-8"><title>forge run {{ lb.run_dir }}</title>
+<style>
+ body { font-family: sans-serif; margin: 1.5em; color: #222; }
+ table { border-collapse: collapse; margin: 0.8em 0 1.6em; font-size: 12px; }
+ th, td { border: 1px solid #ccc; padding: 3px 6px; text-align: right; } td.l, th.l { text-align: left; }
+ th { background: #eee; } .modeled { font-style: italic; color: #a60; } img { max-width: 100%; }
+</style></head><body>
+<h1>forge run — {{ lb.run_dir }}</h1>
+<ul>{% for line in head %}<li>{{ line }}</li>{% endfor %}</ul>
+<h2>Leaderboard</h2>
+<table id="leaderboard"><tr><th>rank</th><th class="l">config</th><th>median</th><th>spread</th><th>kind</th>
+<th>vs unfused</th><th>vs vendor</th><th>roofline</th></tr>
+{% for r in lb.rows[:50] %}<tr><td>{{ r.rank }}{% if r.tie_with %} (tie #{{ r.tie_with }}){% endif %}</td>
+<td class="l">{{ cfg(r.config) }}</td><td class="{{ r.time_kind }}">{{ t(r.median) }}{% if r.remeasured %} *{% endif %}</td>
+<td>{{ t(r.spread) if r.time_kind == "measured" else "—" }}</td><td>{{ r.time_kind }}</td>
+<td>{{ x(r.speedup_unfused) }}</td><td>{{ x(r.speedup_vendor) }}</td><td>{{ pct(r.roofline_fraction) }}</td></tr>
+{% endfor %}</table>
+{% for title, png in images %}<figure><img alt="{{ title }}" src="data:image/png;base64,{{ png }}"><figcaption>{{ title }}</figcaption></figure>{% endfor %}
+{% if lb.failures %}<h2>Failed variants</h2><table id="failures"><tr><th class="l">status</th><th class="l">config</th><th class="l">reason</th></tr>
+{% for f in lb.failures[:100] %}<tr><td class="l">{{ f.status }}</td><td class="l">{{ cfg(f.config) }}</td><td class="l">{{ f.reason[:300] }}</td></tr>{% endfor %}
+</table>{% endif %}
+</body></html>
+"""
+
+
+def leaderboard_html(lb: Leaderboard) -> str:
+    kind = lb.rows[0].time_kind if lb.rows else "measured"
+    op = lb.info.get("problem", {}).get("op", "")
+    png = plots.convergence_plot([{"convergence": lb.convergence, "source_name": op, "case_id": "",
+                                   "time_kind": kind}])
+    images = [("Best time vs evaluations", base64.b64encode(png).decode())] if png else []
+    env = Environment(autoescape=select_autoescape(default=True))
+    return env.from_string(TEMPLATE).render(
+        lb=lb, head=headline(lb), images=images, t=fmt_seconds,
+        cfg=lambda c: " ".join(f"{k}={v}" for k, v in c.items()),
+        x=lambda v: f"{v:.2f}×" if v else "—", pct=lambda v: f"{100 * v:.1f}%" if v else "—")
