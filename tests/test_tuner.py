@@ -41,6 +41,23 @@ def test_tune_ranks_correct_variants_with_speedups(tmp_path):
     assert lb.rows[0].speedup_unfused and lb.rows[0].remeasured
     info = json.loads((run / "run.json").read_text())
     assert info["status"] == "complete" and info["space"]["valid"] > 0
+    _check_report_formats(run, lb)
+
+
+def _check_report_formats(run, lb):
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    for fmt, needle in (("md", "| rank | config |"), ("csv", "rank,tie_with,config"), ("json", '"rows"'),
+                        ("html", "data:image/png;base64")):
+        r = CliRunner().invoke(app, ["report", str(run), "--format", fmt])
+        assert r.exit_code == 0, r.output
+        assert needle in (run / f"leaderboard.{fmt}").read_text()
+    best = " ".join(f"{k}={v}" for k, v in lb.rows[0].config.items())
+    assert best in (run / "leaderboard.md").read_text()
+    r = CliRunner().invoke(app, ["show", str(run), "1"])
+    assert r.exit_code == 0 and best in r.output
 
 
 def test_faulty_variants_are_recorded_and_never_ranked(tmp_path):
