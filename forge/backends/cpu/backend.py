@@ -93,7 +93,7 @@ class CpuBackend(Backend):
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
                   warmup: int = 2) -> list[Baseline]:
         threads = hwinfo.cores(self.target)
-        src = self._source(problem, cgen.generate_unfused(problem, threads))
+        src = self._source(problem, cgen.generate_unfused(problem, threads, self.target))
         art = build_source(src, f"unfused:{problem.digest()}", Path(cache_dir), self.compiler, self.flags)
         if art.ok:
             m = run_executable(art.path, problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout,

@@ -1,6 +1,6 @@
 """C generators for the CPU backend: one Jinja2 template per kernel, config printed at the top.
 
-`generate(problem, config, target)` gives the fused kernel file, `generate_unfused(problem)` the
+`generate(problem, config, target)` gives the fused kernel file, `generate_unfused(problem, threads, target)` the
 baseline sequence, `harness(problem)` the timing `main`. Everything tile-dependent (scratch
 layout, register-tile unrolling, tails) is derived here from the config, never searched.
 """
@@ -107,15 +107,44 @@ def generate(p: Problem, config: dict[str, Any], target: Target) -> str:
 def unfused_label(p: Problem) -> str:
     if p.op == "matmul":
         return "plain blocked loop nest (matmul has no unfused form)"
+    if p.op == "attention":
+        return (f"unfused C sequence ({len(get_op(p.op).unfused_steps(p))} steps as separate OpenMP kernels; "
+                "matmuls: the packed GEMM kernel at the fixed baseline config)")
     return f"unfused C sequence ({len(get_op(p.op).unfused_steps(p))} steps as separate OpenMP kernels)"
 
 
-def generate_unfused(p: Problem, threads: int) -> str:
+def baseline_gemm_config(M: int, N: int, K: int, transpose_b: bool, target: Target, threads: int) -> dict[str, Any]:
+    """The one GEMM config of the unfused baselines: `unfused_gemm` of spaces.yaml with each block
+    clipped to its padded dimension (largest listed value not above it), vec = the target's lanes.
+    It is checked against the matmul space, so the baseline runs a valid point of the tuned kernel."""
+    d = space_data()
+    lists, pref = d["matmul"], d["unfused_gemm"]
+    cfg: dict[str, Any] = {"mr": pref["mr"], "nv": pref["nv"]}
+    for key, dim in (("mc", M), ("nc", N), ("kc", K)):
+        values = sorted(lists[key])
+        cap = min(pref[key], -(-dim // values[0]) * values[0])
+        cfg[key] = max(v for v in values if v <= cap)
+    cfg.update(vec=int(target.details.get("simd_lanes_fp32", d["unfused_vec"])), threads=threads, schedule="static")
+    p = get_op("matmul").problem(dict(M=M, N=N, K=K), "float32", {"transpose_b": transpose_b})
+    bad = cpu_space(p, target).check(cfg)
+    if bad:
+        raise ValueError(f"baseline GEMM config {cfg} is not valid for {p.short()}: {'; '.join(bad)}")
+    return cfg
+
+
+def generate_unfused(p: Problem, threads: int, target: Target) -> str:
     """The small-operator sequence a network runs without the fused kernel (same compiler, flags)."""
     s = p.shape
     ctx: dict[str, Any] = dict(problem_text=p.short(), threads=threads, vec=space_data()["unfused_vec"])
     if p.op == "attention":
-        ctx.update(causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), **s)
+        qk = baseline_gemm_config(s["Sq"], s["Skv"], s["D"], True, target, threads)
+        pv = baseline_gemm_config(s["Sq"], s["D"], s["Skv"], False, target, threads)
+        assert qk["vec"] == pv["vec"]
+        packs = [matmul_scratch_floats(c) for c in (qk, pv)]
+        pack_b = max(int(f["A panel"]) for f in packs)
+        pack_b = -(-pack_b // ALIGN_FLOATS) * ALIGN_FLOATS
+        ctx.update(causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), qk_cfg=qk, pv_cfg=pv,
+                   vec=qk["vec"], pack_b=pack_b, pack_total=pack_b + max(int(f["B panel"]) for f in packs), **s)
     elif p.op == "matmul":
         ctx.update(transpose_b=bool(p.attrs.get("transpose_b")), **s)
     else:
