@@ -21,6 +21,7 @@ from pathlib import Path
 import numpy as np
 from rich.console import Console
 
+from forge.backends.cpu import hwinfo
 from forge.config import TuneSettings
 from forge.ops import get_op
 from forge.report.leaderboard import build_leaderboard
@@ -93,7 +94,9 @@ def main() -> None:
 
     target = get_target("cpu")
     cores = int(target.details["cores"])
-    print(f"machine: {target.details['model']}, {cores} cores, isa {' '.join(target.details['isa'])}; "
+    cache = hwinfo.caches(target)
+    print(f"machine: {target.details['model']}, {cores} cores, isa {' '.join(target.details['isa'])}, "
+          f"L2 {cache['l2_bytes']['bytes'] >> 10} KiB/core, LLC {cache['llc_bytes']['bytes'] >> 20} MiB; "
           f"load average {os.getloadavg()[0]:.2f} at start")
     rate0 = numpy_matmul_rate()
     print(f"numpy 2048^3 fp32 matmul: {rate0 / 1e9:.1f} GFLOP/s (start)")

@@ -1,10 +1,14 @@
-"""Cache sizes of this machine, read from sysfs (the target probe does not carry them yet).
+"""Cache sizes of this machine: l2_bytes (per core) and llc_bytes (shared last level).
 
 The CPU spaces size their tiles against the per-core L2 and the harness flushes the last-level
-cache between repetitions, so both numbers are needed; the target's `details` win when present.
+cache between repetitions, so both numbers are needed. Where each comes from, first hit wins:
+the target's `details` (l2_bytes / llc_bytes), sysfs (cpu0's cache/index*), `getconf
+LEVEL<n>_CACHE_SIZE` (glibc, from cpuid), then a conservative fallback. sysfs comes before getconf
+because on a VM getconf can report the host's whole L3 (seen here: 320 MiB vs sysfs's 32 MiB).
 """
 from __future__ import annotations
 
+import subprocess
 from functools import lru_cache
 from pathlib import Path
 
@@ -32,12 +36,45 @@ def _sysfs_cache_bytes(level: int) -> int | None:
     return None
 
 
+@lru_cache(maxsize=None)
+def _getconf_cache_bytes(level: int) -> int | None:
+    try:
+        out = subprocess.run(["getconf", f"LEVEL{level}_CACHE_SIZE"], capture_output=True, text=True,
+                             timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return None
+    return int(out) if out.isdigit() and int(out) > 0 else None
+
+
+_KEYS = {2: "l2_bytes", 3: "llc_bytes"}
+
+
+def probe_cache(target: Target, level: int) -> tuple[int, str]:
+    """(bytes, where the number comes from) of one core's L2 (level 2) or the last-level cache (3)."""
+    key = _KEYS[level]
+    if key in target.details:
+        return int(target.details[key]), f"target {target.name} details.{key}"
+    found = _sysfs_cache_bytes(level)
+    if found:
+        return found, f"sysfs {_SYSFS}/index*/size (level {level})"
+    found = _getconf_cache_bytes(level)
+    if found:
+        return found, f"getconf LEVEL{level}_CACHE_SIZE"
+    return _FALLBACK[level], "fallback (nothing probed)"
+
+
 def cache_bytes(target: Target, level: int) -> int:
     """Size of one core's cache at `level` (2) or the shared last-level cache (3)."""
-    key = {2: "l2_bytes", 3: "llc_bytes"}[level]
-    if key in target.details:
-        return int(target.details[key])
-    return _sysfs_cache_bytes(level) or _FALLBACK[level]
+    return probe_cache(target, level)[0]
+
+
+def caches(target: Target) -> dict[str, dict[str, object]]:
+    """Both sizes with their sources, for reports: {"l2_bytes": {"bytes": .., "source": ..}, ...}."""
+    out: dict[str, dict[str, object]] = {}
+    for level, key in _KEYS.items():
+        size, source = probe_cache(target, level)
+        out[key] = {"bytes": size, "source": source}
+    return out
 
 
 def cores(target: Target) -> int:

@@ -1,0 +1,127 @@
+"""Fused attention kernel knobs, the unfused baseline's GEMM, and the cache probe of the CPU backend."""
+from __future__ import annotations
+
+import random
+
+import pytest
+
+from forge.backends import get_backend
+from forge.backends.cpu import hwinfo
+from forge.generators import c as cgen
+from forge.generators.c import _split_chunks, baseline_gemm_config
+from forge.generators.c.spaces import space_data
+from forge.ops import get_op
+from forge.targets import get_target
+from forge.variant import Variant
+
+
+@pytest.fixture(scope="session")
+def cache_dir(tmp_path_factory):
+    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
+
+
+@pytest.fixture(scope="module")
+def backend():
+    return get_backend("cpu")
+
+
+def _configs_covering_every_value(space, seed: int) -> list[dict]:
+    """For every value of every parameter, one random valid config holding it (deduplicated)."""
+    enum = space.enumerate()
+    configs = enum.configs()
+    rng = random.Random(seed)
+    picked: dict[tuple, dict] = {}
+    for param in space.params:
+        for value in param.values:
+            holding = [c for c in configs if c[param.name] == value]
+            if holding:
+                c = rng.choice(holding)
+                picked[tuple(sorted(c.items()))] = c
+    return list(picked.values())
+
+
+def test_every_value_of_every_attention_knob_is_correct(backend, cache_dir):
+    """GQA, causal, tails everywhere (Sq, Skv not multiples of any block; D=24 packs V at vec=16 and
+    reads it in place at vec=8); every block size, tile shape, order, vec, schedule and thread count."""
+    p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=2, Sq=120, Skv=230, D=24), "float32", {"causal": True})
+    space = backend.space(p)
+    configs = _configs_covering_every_value(space, seed=7)
+    every = space.enumerate().configs()
+    for param in space.params:   # the sweep really covers every value a valid config can take
+        assert {c[param.name] for c in configs} == {c[param.name] for c in every}, param.name
+    assert {c["vec"] for c in configs} == {8, 16} and {c["order"] for c in configs} == {"head", "group"}
+    failures = []
+    for i, cfg in enumerate(configs):
+        v = Variant(p, "cpu", cfg)
+        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
+        if m.status != "ok":
+            failures.append((cfg, m.status, m.reason[:200]))
+    assert not failures, failures
+
+
+def test_split_chunks_are_balanced():
+    assert _split_chunks(8, 6) == [(0, 4), (4, 4)]
+    assert _split_chunks(8, 24) == [(0, 8)]
+    assert _split_chunks(3, 1) == [(0, 1), (1, 1), (2, 1)]
+    assert _split_chunks(7, 3) == [(0, 3), (3, 2), (5, 2)]
+
+
+@pytest.mark.parametrize("M,N,K,tb", [(2048, 2048, 128, True), (2048, 128, 2048, False), (512, 512, 128, True),
+                                      (33, 47, 24, True), (33, 24, 47, False), (1, 5, 3, False)])
+def test_baseline_gemm_config_is_the_fixed_rule_and_valid(M, N, K, tb):
+    target = get_target("cpu")
+    cfg = baseline_gemm_config(M, N, K, tb, target, threads=2)
+    pref = space_data()["unfused_gemm"]
+    assert cfg["mr"] == pref["mr"] and cfg["nv"] == pref["nv"]
+    assert cfg["vec"] == target.details["simd_lanes_fp32"]
+    for key, dim in (("mc", M), ("nc", N), ("kc", K)):
+        assert cfg[key] <= pref[key]
+        if dim >= pref[key]:
+            assert cfg[key] == pref[key]          # large dimensions get the full BLAS-style block
+    p = get_op("matmul").problem(dict(M=M, N=N, K=K), "float32", {"transpose_b": tb})
+    assert not get_backend("cpu").space(p).check(cfg)
+
+
+def test_unfused_attention_runs_the_matmul_kernels_gemm():
+    """The baseline's QK^T and PV are the packed, register-tiled routine of the matmul kernel."""
+    target = get_target("cpu")
+    p = get_op("attention").problem(dict(B=1, H=8, S=1024, D=64), "float32", {})
+    unfused = cgen.generate_unfused(p, 2, target)
+    qk = baseline_gemm_config(1024, 1024, 64, True, target, 2)
+    mm = cgen.generate(get_op("matmul").problem(dict(M=1024, N=1024, K=64), "float32", {"transpose_b": True}),
+                       qk, target)
+    assert "static void qk_block(" in unfused and "static void pv_block(" in unfused
+    body = mm[mm.index("static void mm_block("):mm.index("void forge_kernel")].rstrip()
+    assert body.replace("mm_block", "qk_block") in unfused      # the same routine, text for text
+    assert "#pragma omp simd" not in unfused                   # no compiler-vectorised loop nests left
+
+
+@pytest.mark.parametrize("shape,attrs", [(dict(B=2, Hq=4, Hkv=1, Sq=70, Skv=33, D=40), {}),
+                                         (dict(B=1, Hq=2, Hkv=2, Sq=17, Skv=300, D=16), {"causal": True})])
+def test_unfused_attention_baseline_correct(backend, cache_dir, shape, attrs, monkeypatch):
+    monkeypatch.setattr("forge.backends.cpu.backend.measure_vendor", lambda *a, **k: None)
+    p = get_op("attention").problem(shape, "float32", attrs)
+    (base,) = backend.baselines(p, cache_dir, seed=2, reps=1, timeout=60)
+    assert base.measurement.status == "ok", base.measurement.reason
+    assert "packed GEMM" in base.label
+
+
+def test_cache_probe_order(monkeypatch, tmp_path):
+    target = get_target("cpu")
+    pinned = target.model_copy(update={"details": {**target.details, "l2_bytes": 12345}})
+    assert hwinfo.probe_cache(pinned, 2) == (12345, "target cpu details.l2_bytes")
+    idx = tmp_path / "index2"
+    idx.mkdir()
+    (idx / "level").write_text("2\n")
+    (idx / "type").write_text("Unified\n")
+    (idx / "size").write_text("1024K\n")
+    monkeypatch.setattr(hwinfo, "_SYSFS", tmp_path)
+    hwinfo._sysfs_cache_bytes.cache_clear()
+    hwinfo._getconf_cache_bytes.cache_clear()
+    try:
+        assert hwinfo.probe_cache(target, 2) == (1024 * 1024, f"sysfs {tmp_path}/index*/size (level 2)")
+        monkeypatch.setattr(hwinfo, "_getconf_cache_bytes", lambda level: None)
+        assert hwinfo.probe_cache(target, 3) == (hwinfo._FALLBACK[3], "fallback (nothing probed)")
+        assert set(hwinfo.caches(target)) == {"l2_bytes", "llc_bytes"}
+    finally:
+        hwinfo._sysfs_cache_bytes.cache_clear()
