@@ -2,9 +2,10 @@
 
 A space no forge strategy was designed on: a blocked single-precision matmul C = A @ B (N=256)
 in C, compiled once with gcc -O2, with the tiling as runtime parameters: block sizes MB, NB, KB,
-the loop order of the three block loops, and the inner-loop unroll of the k loop. Every config
-whose tiles' working set exceeds 512 KiB is left out (infeasible, as a constraint would reject
-it); every other one is timed (median of 3 runs, after a warm-up) on this machine's CPU.
+the loop order of the three block loops, and the inner-loop unroll of the k loop. A config whose
+tiles' working set exceeds 512 KiB would be left out (infeasible, as a constraint rejects it) —
+with the value lists below none does, so all 2,592 points are measured; every one is timed
+(median of 3 runs, after a warm-up) on this machine's CPU.
 
     .venv/bin/python benchmarks/make_cpu_space.py [out.json.gz]
 
