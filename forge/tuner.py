@@ -239,7 +239,15 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
     if not hit:
         return None
     config = hit[0]
-    if ctx.backend.space(ctx.problem).check(config):
+    space = ctx.backend.space(ctx.problem)
+    # A config from another version of the generator (other parameters or values) is a miss.
+    if set(config) != set(space.names):
+        return None
+    try:
+        enum.space.indices(config)  # raises when a value lies outside the (restricted) space
+    except ForgeInputError:
+        return None
+    if space.check(config):
         return None
     ctx.console.print(f"[green]tuning bank hit[/green]: {config} (median {hit[1]:.4g} s, {hit[2]}); search skipped")
     return config

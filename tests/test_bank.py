@@ -86,3 +86,16 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     store = Store.for_run(run)
     assert store.get_meta("bank_hit") == entry[0]                              # and reported
     store.close()
+
+
+def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path):
+    """A bank entry whose parameters the current space does not have must not skip the search."""
+    tuner = pytest.importorskip("forge.tuner")
+    from forge.config import TuneSettings
+
+    bank_offer([rec(1e-9, config={"retired_param": 3})])
+    assert bank_lookup(P, "cpu")[0] == {"retired_param": 3}
+    quiet = Console(file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0,
+                                  top_k=0, sampler="random", timeout=20.0, out=tmp_path / "r"), console=quiet)
+    assert json.loads((run / "run.json").read_text())["evaluated"] == 3
