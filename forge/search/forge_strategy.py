@@ -11,11 +11,11 @@ What forge knows that a generic black-box sampler does not, and how this strateg
   spend n evaluations on near-duplicates.
 
 Algorithm
-1. Start: `n_init` points drawn uniformly from the valid space. Uniform over the *valid*
-   enumeration already follows the space's shape (it samples where the valid points are); a
-   max-min-distance design was tried first and dropped: it pushes the start to the corners of
-   the box (smallest/largest tiles), which in kernel spaces are the extremes least likely to be
-   good and most likely to fail.
+1. Space-filling start: `n_init` points by greedy max-min distance in the encoded space
+   (first point uniform at random), over a seeded pool of candidates: the first model then sees
+   every parameter near both ends of its range, including the extremes (smallest/largest tiles,
+   both settings of a switch) where kernel optima often sit. (A uniform start was tried and
+   was worse; see benchmarks/README.md.)
 2. Then every ask: fit an extremely-randomised-trees ensemble on log(time) of what was measured
    (failures imputed as the worst log-time seen: they cost budget, so the model should steer
    away from their region, but they are not "infinitely slow"), predict mean and spread
@@ -115,11 +115,15 @@ class ForgeStrategy(Strategy):
 
     # -- phase 1: space filling ------------------------------------------------------------------
     def _space_filling(self) -> int | None:
-        """Uniform over the valid points not yet proposed (see `n_init` in the module docstring)."""
         if self._n_measured() >= self.n_init:
             return None
         free = np.flatnonzero(~self.proposed)
-        return int(free[self.rng.integers(len(free))])
+        taken = np.flatnonzero(self.proposed)
+        if not len(taken):
+            return int(free[self.rng.integers(len(free))])
+        pool = free if len(free) <= 4096 else self.rng.choice(free, 4096, replace=False)
+        d = np.min(((self.X[pool, None, :] - self.X[None, taken, :]) ** 2).sum(-1), axis=1)
+        return int(pool[int(np.argmax(d))])
 
     # -- phase 2: surrogate ------------------------------------------------------------------------
     def _training(self) -> tuple[np.ndarray, np.ndarray]:
@@ -148,7 +152,6 @@ class ForgeStrategy(Strategy):
                                     random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
         model.fit(self.X[rows_obs], y)
         best_row = int(rows_obs[np.argmin(y)])
-        local_pool = self._neighbours(best_row)
         cand = free
         if len(cand) > self.max_rank:
             cand = np.union1d(self.rng.choice(free, self.max_rank, replace=False),
@@ -162,7 +165,7 @@ class ForgeStrategy(Strategy):
             self._asked += 1
             choice = None
             if self.local_every and self._asked % self.local_every == 0:
-                nb = np.intersect1d(local_pool, cand[alive])
+                nb = np.intersect1d(self._neighbours(best_row), cand[alive])
                 if len(nb):
                     pos = np.searchsorted(cand, nb)
                     choice = int(pos[np.argmin(mu[pos])])
