@@ -156,7 +156,9 @@ class ForgeStrategy(Strategy):
         if len(cand) > self.max_rank:
             cand = np.union1d(self.rng.choice(free, self.max_rank, replace=False),
                               np.intersect1d(self._neighbours(best_row), free))
-        per_tree = np.stack([t.predict(self.X[cand]) for t in model.estimators_])
+        Xc = np.ascontiguousarray(self.X[cand])
+        # tree_.predict skips sklearn's per-call input validation (same numbers, ~2x faster here)
+        per_tree = np.stack([t.tree_.predict(Xc).reshape(len(Xc), -1)[:, 0] for t in model.estimators_])
         mu, sd = per_tree.mean(0), per_tree.std(0)
         ei = _expected_improvement(mu, sd, y.min() - self.xi)
         out: list[int] = []
