@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import random
+import re
 
 import pytest
 
@@ -125,3 +126,14 @@ def test_cache_probe_order(monkeypatch, tmp_path):
         assert set(hwinfo.caches(target)) == {"l2_bytes", "llc_bytes"}
     finally:
         hwinfo._sysfs_cache_bytes.cache_clear()
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_fused_attention_has_no_scalar_libm_call(causal):
+    """The exp of the online softmax is the vector polynomial of common.h, never a per-element expf."""
+    p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=2, S=64, D=32), "float32", {"causal": causal})
+    cfg = dict(block_q=32, block_kv=64, vec=16, kr=4, qv=2, mr=2, order="group", threads=1, schedule="static")
+    text = re.sub(r"/\*.*?\*/", "", cgen.generate(p, cfg, get_target("cpu")), flags=re.S)   # code only
+    for call in ("expf(", "exp(", "exp2f(", "fmaxf("):
+        assert f" {call}" not in text and f"({call}" not in text, call
+    assert text.count("vexp(") >= 3   # the definition, P = exp(S - m), alpha = exp(m_old - m_new)
