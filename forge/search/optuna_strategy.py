@@ -31,6 +31,8 @@ FAIL_PENALTY = 3.0
 def make_sampler(name: str, seed: int, distributions: dict[str, BaseDistribution]) -> optuna.samplers.BaseSampler:
     if name == "tpe":
         return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
+    # Optuna >= 5 always samples TPE jointly (multivariate); "tpe-multivariate" adds group
+    # decomposition, which only differs from "tpe" on conditional (define-by-run) spaces.
     if name == "tpe-multivariate":
         return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
     if name == "random":
