@@ -136,4 +136,4 @@ def test_fused_attention_has_no_scalar_libm_call(causal):
     text = re.sub(r"/\*.*?\*/", "", cgen.generate(p, cfg, get_target("cpu")), flags=re.S)   # code only
     for call in ("expf(", "exp(", "exp2f(", "fmaxf("):
         assert f" {call}" not in text and f"({call}" not in text, call
-    assert text.count("vexp(") >= 3   # the definition, P = exp(S - m), alpha = exp(m_old - m_new)
+    assert text.count("vexp2_neg(") >= 3   # the definition, P = 2^(S - m), alpha = 2^(m_old - m_new)

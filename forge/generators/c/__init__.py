@@ -6,6 +6,7 @@ layout, register-tile unrolling, tails) is derived here from the config, never s
 """
 from __future__ import annotations
 
+import math
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -78,7 +79,8 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HT=s["Hq"] // G, DP=dp,
                   pack_v=pack_v, scratch=layout, scratch_total=total,
                   pv_chunks=_split_chunks(dp // vec, per_step),
-                  causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), **s, **cfg)
+                  causal=bool(p.attrs.get("causal")), qscale=_c_float(Attention.scale(p) * math.log2(math.e)),
+                  **s, **cfg)
 
 
 def _rows(p: Problem, cfg: dict[str, Any], template: str) -> str:
