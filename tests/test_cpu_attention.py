@@ -137,3 +137,13 @@ def test_fused_attention_has_no_scalar_libm_call(causal):
     for call in ("expf(", "exp(", "exp2f(", "fmaxf("):
         assert f" {call}" not in text and f"({call}" not in text, call
     assert text.count("vexp2_neg(") >= 3   # the definition, P = 2^(S - m), alpha = 2^(m_old - m_new)
+
+
+def test_matmul_baseline_is_the_gemm_at_the_fixed_config():
+    """matmul has no unfused form: its baseline is the same packed GEMM at the fixed rule's config."""
+    target = get_target("cpu")
+    p = get_op("matmul").problem(dict(M=300, N=200, K=100), "float32", {"transpose_b": False})
+    text = cgen.generate_unfused(p, 2, target)
+    cfg = baseline_gemm_config(300, 200, 100, False, target, 2)
+    assert "static void mm_block(" in text and f"mc={cfg['mc']} nc={cfg['nc']} kc={cfg['kc']}" in text
+    assert "packed GEMM" in cgen.unfused_label(p)

@@ -108,7 +108,7 @@ def generate(p: Problem, config: dict[str, Any], target: Target) -> str:
 
 def unfused_label(p: Problem) -> str:
     if p.op == "matmul":
-        return "plain blocked loop nest (matmul has no unfused form)"
+        return "the packed GEMM kernel at the fixed baseline config (matmul has no unfused form)"
     if p.op == "attention":
         return (f"unfused C sequence ({len(get_op(p.op).unfused_steps(p))} steps as separate OpenMP kernels; "
                 "matmuls: the packed GEMM kernel at the fixed baseline config)")
@@ -148,7 +148,11 @@ def generate_unfused(p: Problem, threads: int, target: Target) -> str:
         ctx.update(causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), qk_cfg=qk, pv_cfg=pv,
                    vec=qk["vec"], pack_b=pack_b, pack_total=pack_b + max(int(f["B panel"]) for f in packs), **s)
     elif p.op == "matmul":
-        ctx.update(transpose_b=bool(p.attrs.get("transpose_b")), **s)
+        tb = bool(p.attrs.get("transpose_b"))
+        mm = baseline_gemm_config(s["M"], s["N"], s["K"], tb, target, threads)
+        f = matmul_scratch_floats(mm)
+        pack_b = -(-int(f["A panel"]) // ALIGN_FLOATS) * ALIGN_FLOATS
+        ctx.update(transpose_b=tb, gemm_cfg=mm, vec=mm["vec"], pack_b=pack_b, pack_total=pack_b + int(f["B panel"]), **s)
     else:
         ctx.update(residual=bool(p.attrs.get("residual")), eps=_c_float(p.attrs.get("eps", 0.0)), **s)
     return render(f"unfused_{p.op}.c.j2", steps=get_op(p.op).unfused_steps(p), **ctx)
