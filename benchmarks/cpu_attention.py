@@ -107,7 +107,8 @@ def main() -> None:
         for i in (int(x) for x in args.shapes.split(",")):
             r = tune_shape(SHAPES[i], out, args, cores)
             rows.append(r)
-            print(f"{r['label']}: {r['evaluated']} variants ({r['status']}) in {r['seconds']:.0f} s; best {r['config']}")
+            print(f"{r['label']}: {r['evaluated']} variants ({r['status']}) in {r['seconds']:.0f} s; "
+                  f"best {r['config']}")
     rate1 = numpy_matmul_rate()
     print(f"numpy 2048^3 fp32 matmul: {rate1 / 1e9:.1f} GFLOP/s (end); load average {os.getloadavg()[0]:.2f}")
     peak = max(rate0, rate1)

@@ -53,7 +53,10 @@ class CpuBackend(Backend):
             floats = cgen.spaces.matmul_scratch_floats(c)
         else:
             return {"threads": c.get("threads")}
-        return {"scratch_bytes_per_thread": int(sum(int(v) for v in floats.values()) * cgen.FLOAT),
+        cached = {"K tile", "V tile"}  # read in place from the inputs, counted only in the L2 working set
+        scratch = sum(int(v) for k, v in floats.items() if k not in cached)
+        return {"scratch_bytes_per_thread": int(scratch * cgen.FLOAT),
+                "l2_working_set_bytes": int(sum(int(v) for v in floats.values()) * cgen.FLOAT),
                 "l2_bytes": hwinfo.cache_bytes(self.target, 2), "threads": c.get("threads")}
 
     # -- code -------------------------------------------------------------------------------

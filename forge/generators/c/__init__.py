@@ -152,7 +152,8 @@ def generate_unfused(p: Problem, threads: int, target: Target) -> str:
         mm = baseline_gemm_config(s["M"], s["N"], s["K"], tb, target, threads)
         f = matmul_scratch_floats(mm)
         pack_b = -(-int(f["A panel"]) // ALIGN_FLOATS) * ALIGN_FLOATS
-        ctx.update(transpose_b=tb, gemm_cfg=mm, vec=mm["vec"], pack_b=pack_b, pack_total=pack_b + int(f["B panel"]), **s)
+        ctx.update(transpose_b=tb, gemm_cfg=mm, vec=mm["vec"], pack_b=pack_b,
+                   pack_total=pack_b + int(f["B panel"]), **s)
     else:
         ctx.update(residual=bool(p.attrs.get("residual")), eps=_c_float(p.attrs.get("eps", 0.0)), **s)
     return render(f"unfused_{p.op}.c.j2", steps=get_op(p.op).unfused_steps(p), **ctx)
