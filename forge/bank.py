@@ -9,6 +9,7 @@ problem's attrs (causal, eps, ...) because they change the kernel.
 from __future__ import annotations
 
 import json
+import math
 import os
 import sqlite3
 import time
@@ -99,6 +100,24 @@ def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -
         e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
         bank.bump("hits" if e else "misses")
         return (e["config"], e["median"], e["time_kind"]) if e else None
+
+
+def bank_neighbours(problem: Problem, target: str, k: int = 3,
+                    path: str | Path | None = None) -> list[dict[str, Any]]:
+    """Best configs of the same op, target, dtype and attributes on the `k` nearest other shapes
+    (distance: sum over dimensions of |log2(a / b)|) — the warm start of a new search."""
+    if not bank_path().exists() and path is None:
+        return []
+    with Bank(path) as bank:
+        near = []
+        for e in bank.entries():
+            if (e["op"], e["target"], e["dtype"], e["attrs"]) != (problem.op, target, problem.dtype, problem.attrs):
+                continue
+            if e["shape"] == problem.shape or set(e["shape"]) != set(problem.shape):
+                continue
+            dist = sum(abs(math.log2(e["shape"][d] / problem.shape[d])) for d in problem.shape)
+            near.append((dist, e["config"]))
+    return [c for _, c in sorted(near, key=lambda x: x[0])[:k]]
 
 
 def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[str, int]:

@@ -253,6 +253,27 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
     return config
 
 
+def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
+    """Best configs of earlier runs on the nearest shapes (tuning bank), measured first."""
+    if not ctx.settings.bank:
+        return []
+    try:
+        from forge.bank import bank_neighbours
+    except ImportError:
+        return []
+    names = set(strategy.space.names)
+    seen, warm = set(), []
+    for cfg in bank_neighbours(ctx.problem, ctx.backend.target.name):
+        key = json.dumps(cfg, sort_keys=True)
+        if set(cfg) == names and key not in seen and strategy.contains(cfg):
+            seen.add(key)
+            warm.append(cfg)
+    if warm:
+        ctx.console.print(f"warm start: {len(warm)} configs from earlier runs on the nearest shapes")
+        ctx.store.set_meta("warm_start", warm)
+    return warm
+
+
 def _search(ctx: Context, enum: Enumeration, executor) -> None:
     s = ctx.settings
     known, recs = _known(ctx)
@@ -267,6 +288,9 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     banked = _bank_hit(ctx, enum) if not recs else None
     if banked is not None:
         ctx.store.set_meta("bank_hit", banked)
+    warm = _warm_configs(ctx, strategy) if banked is None and not recs else []
+    for cfg in warm:
+        strategy.reserve(cfg)
 
     batch = s.batch or (executor.build_workers or 1) + 1
     in_flight: dict[str, dict[str, Any]] = {}
@@ -291,7 +315,12 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
             reason = stop_reason()
             room = min(batch, (1 if banked is not None else s.trials) - ctx.evaluated) - len(in_flight)
             if reason is None and room > 0 and not exhausted:
-                configs = [banked] if banked is not None and trial == 0 else strategy.ask(room)
+                if banked is not None:
+                    configs = [banked] if trial == 0 else []
+                elif warm:
+                    configs, warm = warm[:room], warm[room:]
+                else:
+                    configs = strategy.ask(room)
                 if not configs:
                     exhausted = True
                 for cfg in configs:

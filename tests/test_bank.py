@@ -99,3 +99,22 @@ def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path
     run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0,
                                   top_k=0, sampler="random", timeout=20.0, out=tmp_path / "r"), console=quiet)
     assert json.loads((run / "run.json").read_text())["evaluated"] == 3
+
+
+def test_warm_start_measures_the_nearest_shapes_best_configs_first(bank, tmp_path):
+    tuner = pytest.importorskip("forge.tuner")
+    from forge.config import TuneSettings
+    from forge.results import Store
+
+    quiet = Console(file=open(os.devnull, "w"))
+    kw = dict(op="softmax", trials=3, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0)
+    tuner.tune(TuneSettings(**kw, shape={"M": 64, "N": 128}, out=tmp_path / "near"), console=quiet)
+    tuner.tune(TuneSettings(**kw, shape={"M": 4096, "N": 4096}, out=tmp_path / "far"), console=quiet)
+    near_best = bank_lookup(P, "cpu")[0]
+    run = tuner.tune(TuneSettings(**kw, shape={"M": 64, "N": 256}, out=tmp_path / "new"), console=quiet)
+    store = Store.for_run(run)
+    warm = store.get_meta("warm_start")
+    first = store.records(phase="search")[0]
+    store.close()
+    assert warm[0] == near_best                       # nearest shape first
+    assert {json.dumps(first.config, sort_keys=True)} <= {json.dumps(c, sort_keys=True) for c in warm}

@@ -40,6 +40,10 @@ class Strategy(ABC):
         self.proposed[row] = True
         self.observed[row] = value
 
+    def reserve(self, config: dict[str, Any]) -> None:
+        """A config the caller evaluates on its own (a warm-start seed): never propose it."""
+        self.proposed[self.row(config)] = True
+
     def warm_start(self, observations: list[tuple[dict[str, Any], float | None]]) -> None:
         """Results known before the search (resume, or earlier runs on nearby shapes)."""
         for cfg, value in observations:
