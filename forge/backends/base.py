@@ -14,12 +14,15 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from forge.errors import ForgeInputError
 from forge.problem import Problem
 from forge.space import Space
 from forge.targets import Target
 from forge.variant import Variant
 
 STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "incorrect")
+# auto: measure when the hardware is here, model otherwise; model: never run; device: measure or fail.
+MEASURE_MODES = ("auto", "model", "device")
 
 
 @dataclass
@@ -98,8 +101,11 @@ class Backend(ABC):
 
     kind: str = ""
 
-    def __init__(self, target: Target):
+    def __init__(self, target: Target, measure: str = "auto"):
+        if measure not in MEASURE_MODES:
+            raise ForgeInputError("measure", f"{measure!r} not allowed; allowed: {', '.join(MEASURE_MODES)}")
         self.target = target
+        self.measure = measure
 
     # -- search space and constraints -------------------------------------------------------
     @abstractmethod

@@ -19,7 +19,6 @@ from forge.space import Space
 from forge.targets import Target
 from forge.variant import Variant
 
-MEASURE_MODES = ("auto", "model", "device")
 EMU_TIMEOUT_S = 60.0
 
 
@@ -27,10 +26,7 @@ class AscendBackend(Backend):
     kind = "ascend"
 
     def __init__(self, target: Target, measure: str = "auto", **_: Any):
-        super().__init__(target)
-        if measure not in MEASURE_MODES:
-            raise ForgeInputError("measure", f"{measure!r}; allowed: {', '.join(MEASURE_MODES)}")
-        self.measure = measure
+        super().__init__(target, measure)
         self.hw = AscendHW(target)
         if measure == "device":
             ok, why = cann.available()

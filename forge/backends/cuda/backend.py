@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import os
 import shutil
-import subprocess
 import tempfile
 import uuid
 from pathlib import Path
@@ -29,7 +28,6 @@ from forge.space import Space
 from forge.targets import Target
 from forge.variant import Variant
 
-MEASURE_MODES = ("auto", "model", "device")
 
 
 def default_cache() -> Path:
@@ -40,11 +38,8 @@ class CudaBackend(Backend):
     kind = "cuda"
 
     def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False, **_: Any):
-        super().__init__(target)
-        if measure not in MEASURE_MODES:
-            raise ForgeInputError("measure", f"{measure!r} not allowed; allowed: {', '.join(MEASURE_MODES)}")
+        super().__init__(target, measure)
         self.arch = arch_of(target)
-        self.measure = measure
         self.allow_spills = allow_spills
         self._gpu: tuple[bool, str] | None = None
         self._plans: dict[str, Plan] = {}
