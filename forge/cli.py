@@ -10,16 +10,15 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
-from rich.console import Console
 from rich.table import Table
 
 from forge.errors import ForgeInputError
+from forge.report.progress import make_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
-# Piped output (CI logs, files) gets a wide page instead of rich's 80-column default.
-out = Console() if sys.stdout.isatty() else Console(width=200)
-err = Console(stderr=True) if sys.stderr.isatty() else Console(stderr=True, width=200)
+out = make_console()
+err = make_console(stderr=True)
 
 EXTRA_COMMANDS = ("bench", "bank", "replay")
 

@@ -24,6 +24,7 @@ from forge.errors import ForgeInputError
 from forge.executor import Job, Outcome, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
+from forge.report.progress import make_console
 from forge.results import Record, Store
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
@@ -151,7 +152,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
          backend: Backend | None = None) -> Path:
     """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
     (tests plant faults this way)."""
-    console = console or Console(stderr=True)
+    console = console or make_console(stderr=True)
     problem = problem_of(settings)
     target = get_target(settings.target)
     backend = backend or get_backend(target, measure=settings.measure)

@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.table import Table
 
 from forge.bench.board import build_board
+from forge.report.progress import make_console
 from forge.report.html import _cfg, _num, _pct, _shape, _us, render_html
 
 
@@ -62,7 +63,7 @@ def to_markdown(board: dict[str, Any]) -> str:
 
 
 def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases: int = 60) -> None:
-    console = console or Console()
+    console = console or make_console()
     console.print(f"[bold]forge bench — {board['suite']} on {board['target']}[/] ({board['target_kind']})")
     t = Table(*op_head(board), title="per problem / operator", show_lines=False)
     for o in board["operators"]:

@@ -5,7 +5,7 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.console import Console
+from forge.report.progress import make_console
 from rich.table import Table
 
 from forge.bank import Bank, bank_path, export_bank, import_bank
@@ -16,7 +16,7 @@ bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, att
 @bank_app.command("show")
 def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] = typer.Option(None, "--target")) -> None:
     """List the banked configs and the hit/add/update counters."""
-    console = Console()
+    console = make_console()
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
         counters = bank.counters()

@@ -7,6 +7,14 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 
+def make_console(stderr: bool = False) -> Console:
+    """A rich console; piped output (CI logs, files) gets a wide page instead of 80 columns."""
+    import sys
+
+    stream = sys.stderr if stderr else sys.stdout
+    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=200)
+
+
 def fmt_best(best: float | None, kind: str) -> str:
     return f"{fmt_seconds(best)} ({kind})" if best is not None else "—"
 
