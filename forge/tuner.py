@@ -270,7 +270,7 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
             seen.add(key)
             warm.append(cfg)
     if warm:
-        ctx.console.print(f"warm start: {len(warm)} configs from earlier runs on the nearest shapes")
+        ctx.console.print(f"warm start: {len(warm)} config(s) from earlier runs on the nearest shapes")
         ctx.store.set_meta("warm_start", warm)
     return warm
 
