@@ -102,3 +102,13 @@ def test_generated_source_is_readable_with_config_on_top():
     for k, val in cfg.items():
         assert f"{k}" in head and str(val) in head
     assert "schedule(dynamic)" in text and "#define CAUSAL 1" in text
+
+
+def test_unchecked_rerun_times_without_the_reference(cache_dir):
+    """check=False (benchmarks re-timing an already checked variant) skips only the comparison, and says so."""
+    from forge.backends.cpu.runner import run_executable
+    faulty = FaultyCpuBackend(get_target("cpu"), {"wrong": {"unroll": 1}})
+    art, m = _outcome(faulty, cache_dir, BASE)
+    assert m.status == "incorrect"
+    again = run_executable(art.path, P, seed=0, warmup=0, reps=2, timeout=20, flush_bytes=1 << 20, check=False)
+    assert again.status == "ok" and len(again.timings) == 2 and again.extra["unchecked"] is True

@@ -93,11 +93,15 @@ class CpuBackend(Backend):
         return max(compute, memory)
 
     # -- baselines --------------------------------------------------------------------------
+    def unfused_artifact(self, problem: Problem, cache_dir: Path) -> Artifact:
+        """The unfused baseline sequence, built (cached by source hash like every variant)."""
+        src = self._source(problem, cgen.generate_unfused(problem, hwinfo.cores(self.target), self.target))
+        return build_source(src, f"unfused:{problem.digest()}", Path(cache_dir), self.compiler, self.flags)
+
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
                   warmup: int = 2) -> list[Baseline]:
         threads = hwinfo.cores(self.target)
-        src = self._source(problem, cgen.generate_unfused(problem, threads, self.target))
-        art = build_source(src, f"unfused:{problem.digest()}", Path(cache_dir), self.compiler, self.flags)
+        art = self.unfused_artifact(problem, cache_dir)
         if art.ok:
             m = run_executable(art.path, problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout,
                                flush_bytes=self._flush_bytes())
