@@ -27,6 +27,13 @@ Algorithm
    is polished) when the model is still coarse.
 3. A batch takes the top points by EI, damping the EI of a chosen point's neighbours
    (`batch_damping`) so one batch covers several promising regions.
+4. Reliability check (second pass, for noisy and flat spaces): the model's prediction for every
+   point it chose is kept; before each batch, the rank correlation (Spearman) between those
+   predictions and the measured values of the last `rho_window` chosen points is computed. When it
+   is below `rho_min`, the model cannot rank even the points it prefers — on a flat top with
+   measurement noise it is fitting noise — so the batch's global (non-local) slots go to the
+   valid point farthest from everything already proposed (space filling) instead of to EI. The
+   local slots continue. When the model regains skill, EI resumes. This costs no extra fit.
 
 Hyperparameters (set by reasoning, not tuned on the shipped tuning spaces):
 - `n_init=10`: enough points for the first trees to split on the strongest few parameters of a
@@ -47,6 +54,17 @@ Hyperparameters (set by reasoning, not tuned on the shipped tuning spaces):
   is reported as such in benchmarks/README.md.)
 - `batch_damping=0.5`: a neighbour of an already-chosen batch point needs twice the EI to be
   chosen too.
+- `rho_min=0.2`, `rho_window=16`: under "no skill" the Spearman correlation of 16 pairs has a
+  standard deviation of 1/sqrt(15) = 0.26, so 0.2 means "less than one standard deviation of
+  evidence that the model ranks better than chance"; the test is one-sided and loose on purpose,
+  because wrongly exploring costs only part of one batch while trusting a model that fits noise
+  costs the rest of the budget. 16 points are 8 global + 8 local choices at `local_every=2`:
+  the fewest for which a rank correlation means something, few enough to react within a
+  50-evaluation budget. `rho_min=None` switches the check off (the first-pass behaviour).
+- Options kept for comparison, off by default (all compared on the dev spaces, see
+  benchmarks/README.md): `acquisition="thompson"` (each global slot takes the argmin of one
+  randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local moves rotate
+  around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees).
 - `max_rank=50000`: ranking is exact up to this many unmeasured points; beyond it a seeded
   random subset plus all incumbent neighbours is ranked, keeping one step in milliseconds.
 Deterministic for a fixed seed: every random draw comes from the seeded generator.
@@ -67,10 +85,16 @@ class ForgeStrategy(Strategy):
 
     def __init__(self, enumeration, seed: int = 0, *, n_init: int = 10, n_trees: int = 24,
                  local_every: int = 2, xi: float = 0.0, batch_damping: float = 0.5,
-                 max_rank: int = 50000, **options: Any):
+                 max_rank: int = 50000, acquisition: str = "ei", n_elite: int = 1,
+                 rho_min: float | None = 0.2, rho_window: int = 16, min_leaf: int = 1,
+                 **options: Any):
         super().__init__(enumeration, seed, **options)
         self.n_init, self.n_trees, self.local_every = n_init, n_trees, local_every
         self.xi, self.batch_damping, self.max_rank = xi, batch_damping, max_rank
+        self.acquisition, self.n_elite, self.min_leaf = acquisition, n_elite, min_leaf
+        self.rho_min, self.rho_window = rho_min, rho_window
+        self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
+        self._n_local = 0
         self.X = self._encode(self.valid)
         self._asked = 0
 
@@ -148,7 +172,7 @@ class ForgeStrategy(Strategy):
             for r in pick:
                 self.proposed[int(r)] = True
             return [int(r) for r in pick]
-        model = ExtraTreesRegressor(n_estimators=self.n_trees, min_samples_leaf=1, max_features=1.0,
+        model = ExtraTreesRegressor(n_estimators=self.n_trees, min_samples_leaf=self.min_leaf, max_features=1.0,
                                     random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
         model.fit(self.X[rows_obs], y)
         best_row = int(rows_obs[np.argmin(y)])
@@ -161,28 +185,76 @@ class ForgeStrategy(Strategy):
         per_tree = np.stack([t.tree_.predict(Xc).reshape(len(Xc), -1)[:, 0] for t in model.estimators_])
         mu, sd = per_tree.mean(0), per_tree.std(0)
         ei = _expected_improvement(mu, sd, y.min() - self.xi)
+        elite = self._elite(rows_obs, y)
+        explore = self._unreliable()
         out: list[int] = []
         alive = np.ones(len(cand), dtype=bool)
         for _ in range(min(n, len(cand))):
             self._asked += 1
             choice = None
             if self.local_every and self._asked % self.local_every == 0:
-                nb = np.intersect1d(self._neighbours(best_row), cand[alive])
+                centre = elite[_ROTATION[self._n_local % len(_ROTATION)] % len(elite)]
+                self._n_local += 1
+                nb = np.intersect1d(self._neighbours(centre), cand[alive])
                 if len(nb):
                     pos = np.searchsorted(cand, nb)
                     choice = int(pos[np.argmin(mu[pos])])
+            if choice is None and explore:
+                choice = self._far_point(cand, alive)
+            if choice is None and (self.acquisition == "thompson" or
+                                   (self.acquisition == "mixed" and self._asked % 4 != 1)):
+                t = per_tree[int(self.rng.integers(len(per_tree)))]
+                score = np.where(alive, t, np.inf)
+                top = np.flatnonzero(score == score.min())
+                choice = int(top[self.rng.integers(len(top))])
             if choice is None:
                 score = np.where(alive, ei, -np.inf)
                 top = np.flatnonzero(score == score.max())
                 choice = int(top[self.rng.integers(len(top))]) if len(top) > 1 else int(top[0])
             alive[choice] = False
             row = int(cand[choice])
+            self._pred[row] = float(mu[choice])
             self.proposed[row] = True
             out.append(row)
             if n > 1:
                 near = np.searchsorted(cand, np.intersect1d(self._neighbours(row), cand))
                 ei[near] *= self.batch_damping
         return out
+
+    def _elite(self, rows_obs: np.ndarray, y: np.ndarray) -> list[int]:
+        """Centres for local moves: the best `n_elite` observed points."""
+        order = np.argsort(y, kind="stable")[: max(1, self.n_elite)]
+        return [int(rows_obs[i]) for i in order]
+
+    def _unreliable(self) -> bool:
+        """Prequential check: rank correlation between what the model predicted for its last
+        `rho_window` choices and what they measured. Below `rho_min` the ranking is no better than
+        chance among the points it prefers, so global slots go to coverage instead."""
+        if self.rho_min is None:
+            return False
+        pts = [(self._pred[r], v) for r, v in self.observed.items() if r in self._pred and v is not None]
+        pts = pts[-self.rho_window:]
+        if len(pts) < self.rho_window:
+            return False
+        p, v = np.array(pts).T
+        if np.ptp(p) == 0 or np.ptp(v) == 0:
+            return True
+        rho = np.corrcoef(np.argsort(np.argsort(p)), np.argsort(np.argsort(v)))[0, 1]
+        return bool(rho < self.rho_min)
+
+    def _far_point(self, cand: np.ndarray, alive: np.ndarray) -> int | None:
+        """Position (in cand) of the alive candidate farthest from every proposed point, over a
+        seeded pool of 2048."""
+        pos = np.flatnonzero(alive)
+        if not len(pos):
+            return None
+        pool = pos if len(pos) <= 2048 else self.rng.choice(pos, 2048, replace=False)
+        taken = np.flatnonzero(self.proposed)
+        d = np.min(((self.X[cand[pool], None, :] - self.X[None, taken, :]) ** 2).sum(-1), axis=1)
+        return int(pool[int(np.argmax(d))])
+
+
+_ROTATION = (0, 1, 0, 2)   # local-move centres: incumbent half the time, 2nd and 3rd best a quarter each
 
 
 def _expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
