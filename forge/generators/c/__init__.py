@@ -1,7 +1,7 @@
 """C generators for the CPU backend: one Jinja2 template per kernel, config printed at the top.
 
-`generate(problem, config, target)` gives the fused kernel file, `generate_unfused(problem, threads, target)` the
-baseline sequence, `harness(problem)` the timing `main`. Everything tile-dependent (scratch
+`generate(problem, config, target)` gives the fused kernel file, `generate_unfused(problem, threads,
+target)` the baseline sequence, `harness(problem)` the timing `main`. Everything tile-dependent (scratch
 layout, register-tile unrolling, tails) is derived here from the config, never searched.
 """
 from __future__ import annotations
@@ -115,7 +115,8 @@ def unfused_label(p: Problem) -> str:
     return f"unfused C sequence ({len(get_op(p.op).unfused_steps(p))} steps as separate OpenMP kernels)"
 
 
-def baseline_gemm_config(M: int, N: int, K: int, transpose_b: bool, target: Target, threads: int) -> dict[str, Any]:
+def baseline_gemm_config(M: int, N: int, K: int, transpose_b: bool, target: Target,
+                         threads: int) -> dict[str, Any]:
     """The one GEMM config of the unfused baselines: `unfused_gemm` of spaces.yaml with each block
     clipped to its padded dimension (largest listed value not above it), vec = the target's lanes.
     It is checked against the matmul space, so the baseline runs a valid point of the tuned kernel."""
@@ -126,12 +127,21 @@ def baseline_gemm_config(M: int, N: int, K: int, transpose_b: bool, target: Targ
         values = sorted(lists[key])
         cap = min(pref[key], -(-dim // values[0]) * values[0])
         cfg[key] = max(v for v in values if v <= cap)
-    cfg.update(vec=int(target.details.get("simd_lanes_fp32", d["unfused_vec"])), threads=threads, schedule="static")
+    lanes = int(target.details.get("simd_lanes_fp32", d["unfused_vec"]))
+    cfg.update(vec=lanes, threads=threads, schedule="static")
     p = get_op("matmul").problem(dict(M=M, N=N, K=K), "float32", {"transpose_b": transpose_b})
     bad = cpu_space(p, target).check(cfg)
     if bad:
         raise ValueError(f"baseline GEMM config {cfg} is not valid for {p.short()}: {'; '.join(bad)}")
     return cfg
+
+
+def _gemm_packing(*configs: dict[str, Any]) -> dict[str, int]:
+    """Per-thread packing buffers shared by the GEMM steps of one baseline: Ap at 0, Bp at pack_b
+    (64-byte aligned), pack_total floats in all."""
+    panels = [matmul_scratch_floats(c) for c in configs]
+    pack_b = -(-max(int(f["A panel"]) for f in panels) // ALIGN_FLOATS) * ALIGN_FLOATS
+    return {"pack_b": pack_b, "pack_total": pack_b + max(int(f["B panel"]) for f in panels)}
 
 
 def generate_unfused(p: Problem, threads: int, target: Target) -> str:
@@ -142,18 +152,12 @@ def generate_unfused(p: Problem, threads: int, target: Target) -> str:
         qk = baseline_gemm_config(s["Sq"], s["Skv"], s["D"], True, target, threads)
         pv = baseline_gemm_config(s["Sq"], s["D"], s["Skv"], False, target, threads)
         assert qk["vec"] == pv["vec"]
-        packs = [matmul_scratch_floats(c) for c in (qk, pv)]
-        pack_b = max(int(f["A panel"]) for f in packs)
-        pack_b = -(-pack_b // ALIGN_FLOATS) * ALIGN_FLOATS
         ctx.update(causal=bool(p.attrs.get("causal")), scale=_c_float(Attention.scale(p)), qk_cfg=qk, pv_cfg=pv,
-                   vec=qk["vec"], pack_b=pack_b, pack_total=pack_b + max(int(f["B panel"]) for f in packs), **s)
+                   vec=qk["vec"], **_gemm_packing(qk, pv), **s)
     elif p.op == "matmul":
         tb = bool(p.attrs.get("transpose_b"))
         mm = baseline_gemm_config(s["M"], s["N"], s["K"], tb, target, threads)
-        f = matmul_scratch_floats(mm)
-        pack_b = -(-int(f["A panel"]) // ALIGN_FLOATS) * ALIGN_FLOATS
-        ctx.update(transpose_b=tb, gemm_cfg=mm, vec=mm["vec"], pack_b=pack_b,
-                   pack_total=pack_b + int(f["B panel"]), **s)
+        ctx.update(transpose_b=tb, gemm_cfg=mm, vec=mm["vec"], **_gemm_packing(mm), **s)
     else:
         ctx.update(residual=bool(p.attrs.get("residual")), eps=_c_float(p.attrs.get("eps", 0.0)), **s)
     return render(f"unfused_{p.op}.c.j2", steps=get_op(p.op).unfused_steps(p), **ctx)
