@@ -2,6 +2,7 @@
 
     .venv/bin/python benchmarks/search_efficiency.py [cachefiles...] [--seeds 25]
         [--budgets 25,50,100,200] [--strategies forge,random,...] [--kt a,b,...] [--no-kt]
+        [--forge-options '{"rho_min": null}']   # ForgeStrategy constructor options (design variants)
 
 Defaults to every `*.json*` under ../shared/data/tuningdata/. Any Kernel Tuner cache file works.
 
@@ -53,6 +54,7 @@ KT_STRATEGIES = ["random_sample", "genetic_algorithm", "simulated_annealing", "b
 
 
 _DATA: dict[str, ReplayData] = {}
+FORGE_OPTIONS: dict = {}          # set by --forge-options before the workers fork
 _KT: dict[str, "KernelTunerRunner"] = {}
 
 
@@ -73,7 +75,8 @@ def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int], np.n
                 _KT[path] = KernelTunerRunner(data)
             tr = _KT[path].run(strategy[3:], budget, seed)
         else:
-            tr = _pad(run_replay(data, strategy, budget, seed=seed).trace, budget, data)
+            opts = FORGE_OPTIONS if strategy == "forge" else {}
+            tr = _pad(run_replay(data, strategy, budget, seed=seed, **opts).trace, budget, data)
     except Exception as exc:   # an unavailable strategy is reported, not fatal
         tr = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     return (path, strategy, seed), tr, time.time() - t0
@@ -156,7 +159,11 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kt", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--forge-options", default="{}",
+                    help='JSON dict of ForgeStrategy options, e.g. \'{"acquisition": "thompson"}\'')
     a = ap.parse_args(argv)
+    FORGE_OPTIONS.clear()
+    FORGE_OPTIONS.update(json.loads(a.forge_options))
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
     budgets = [int(b) for b in a.budgets.split(",")]
     bmax = max(budgets)
