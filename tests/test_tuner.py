@@ -132,3 +132,11 @@ def test_sigkill_then_resume_loses_nothing_and_remeasures_nothing(tmp_path):
     assert "resuming: " in done.stderr
     store = Store.for_run(run)
     assert all(r.median is not None for r in store.records(phase="search") if r.status == "ok")
+
+
+def test_measure_model_never_presents_a_measured_time(tmp_path):
+    run = tune(settings(tmp_path, measure="model", trials=3), console=QUIET)
+    lb = build_leaderboard(run)
+    assert not lb.measured
+    assert lb.rows and all(r.time_kind == "modeled" for r in lb.rows)
+    assert all(r.time_kind == "modeled" for r in Store.for_run(run).records())

@@ -68,6 +68,13 @@ def reason_kind(reason: str) -> str:
     return head.split(":")[0].strip() or "unspecified"
 
 
+def _speedup(base: Record | None, r: Record) -> float | None:
+    """Against the latest baseline of the same time kind (measured with measured, modeled with modeled)."""
+    if base is None or base.status != "ok" or not base.median or base.time_kind != r.time_kind:
+        return None
+    return base.median / r.median
+
+
 def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     run_dir = Path(run_dir)
     info = read_run_file(run_dir)
@@ -78,9 +85,13 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
         store.close()
     search = [r for r in records if r.phase == "search"]
     final = {r.variant_key: r for r in records if r.phase == "final" and r.status == "ok"}
-    baselines = [{"name": r.config.get("baseline"), "label": r.extra.get("label", ""), "status": r.status,
-                  "reason": r.reason, "median": r.median, "spread": r.spread, "time_kind": r.time_kind}
-                 for r in records if r.phase == "baseline"]
+    latest: dict[str, Record] = {}
+    for r in records:
+        if r.phase == "baseline":
+            latest[r.config.get("baseline")] = r   # records come in insertion order: the last wins
+    baselines = [{"name": name, "label": r.extra.get("label", ""), "status": r.status, "reason": r.reason,
+                  "median": r.median, "spread": r.spread, "time_kind": r.time_kind}
+                 for name, r in latest.items()]
     roofline = info.get("roofline_seconds")
 
     ranked: list[Record] = []
@@ -96,8 +107,9 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
             gap = abs(r.median - prev.median)
             if gap < max(r.spread or 0.0, prev.spread or 0.0) or gap <= 1e-12 * prev.median:
                 tie = prev.tie_with or prev.rank
-        rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind, r.speedup_unfused,
-                        r.speedup_vendor, r.phase == "final", tie,
+        rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind,
+                        _speedup(latest.get("unfused"), r) or r.speedup_unfused,
+                        _speedup(latest.get("vendor"), r) or r.speedup_vendor, r.phase == "final", tie,
                         roofline / r.median if roofline and r.median else None, r.variant_key, r.trial, r.extra))
 
     status_counts = dict(Counter(r.status for r in search))
