@@ -68,19 +68,26 @@ class Attention(Op):
         group = Hq // Hkv
         b, rem = np.divmod(rows, Hq * Sq)
         h, i = np.divmod(rem, Sq)
-        q = inputs["q"].astype(np.float64)[b, h, i]                      # [R, D]
-        k = inputs["k"].astype(np.float64)[b, h // group]                # [R, Skv, D]
-        v = inputs["v"].astype(np.float64)[b, h // group]
-        scores = np.einsum("rd,rjd->rj", q, k) * self.scale(p)
-        if p.attrs.get("causal"):
-            j = np.arange(Skv)[None, :]
-            scores = np.where(j <= (i + Skv - Sq)[:, None], scores, -np.inf)
-        m = scores.max(axis=1, keepdims=True)
-        m = np.where(np.isfinite(m), m, 0.0)
-        w = np.exp(scores - m)
-        denom = w.sum(axis=1, keepdims=True)
-        # A fully masked row (Sq > Skv, causal) has no keys: its output is defined as zero.
-        out = np.einsum("rj,rjd->rd", w, v) / np.where(denom > 0, denom, 1.0)
+        out = np.empty((len(rows), D))
+        scale = self.scale(p)
+        # One float64 matmul per (batch, head) among the requested rows keeps memory at one head's
+        # scores instead of gathering K and V per row.
+        for bh in np.unique(b * Hq + h):
+            sel = np.flatnonzero(b * Hq + h == bh)
+            bb, hh = divmod(int(bh), Hq)
+            q = inputs["q"][bb, hh, i[sel]].astype(np.float64)             # [r, D]
+            k = inputs["k"][bb, hh // group].astype(np.float64)            # [Skv, D]
+            v = inputs["v"][bb, hh // group].astype(np.float64)
+            scores = (q @ k.T) * scale
+            if p.attrs.get("causal"):
+                j = np.arange(Skv)[None, :]
+                scores = np.where(j <= (i[sel] + Skv - Sq)[:, None], scores, -np.inf)
+            m = scores.max(axis=1, keepdims=True)
+            m = np.where(np.isfinite(m), m, 0.0)
+            w = np.exp(scores - m)
+            denom = w.sum(axis=1, keepdims=True)
+            # A fully masked row (Sq > Skv, causal) has no keys: its output is defined as zero.
+            out[sel] = (w @ v) / np.where(denom > 0, denom, 1.0)
         return out
 
     def flops(self, p: Problem) -> float:
