@@ -1,7 +1,7 @@
 """The leaderboard of one run: ranked correct variants, baselines, failures and rejections.
 
-A variant re-measured at the end is ranked by that measurement; a difference smaller than the
-spread (interquartile range) of either neighbour is reported as a tie. Variants that failed in any
+The variants re-measured at the end are ranked first, by that measurement; a difference smaller
+than the spread (interquartile range) of either neighbour is reported as a tie. Variants that failed in any
 way are never ranked, only counted.
 """
 from __future__ import annotations
@@ -98,7 +98,9 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     for r in search:
         if r.status == "ok" and r.median is not None:
             ranked.append(final.get(r.variant_key, r))
-    ranked.sort(key=lambda r: r.median)
+    # The re-measured top candidates lead: their longer final measurement is the ranking's last word,
+    # and a variant left out of the re-measure was slower than they were when it was searched.
+    ranked.sort(key=lambda r: (r.phase != "final", r.median))
     rows: list[Row] = []
     for i, r in enumerate(ranked):
         tie = None
