@@ -67,7 +67,8 @@ Hyperparameters (set by reasoning, not tuned on the shipped tuning spaces):
 - Options kept for comparison, off by default (all compared on the dev spaces, see
   benchmarks/README.md): `acquisition="thompson"` (each global slot takes the argmin of one
   randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local moves rotate
-  around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees).
+  around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees);
+  `explore="uniform"` (the reliability fallback draws uniformly instead of max-min).
 - `max_rank=50000`: ranking is exact up to this many unmeasured points; beyond it a seeded
   random subset plus all incumbent neighbours is ranked, keeping one step in milliseconds.
 Deterministic for a fixed seed: every random draw comes from the seeded generator.
@@ -90,12 +91,12 @@ class ForgeStrategy(Strategy):
                  local_every: int = 2, xi: float = 0.0, batch_damping: float = 0.5,
                  max_rank: int = 50000, acquisition: str = "ei", n_elite: int = 1,
                  rho_min: float | None = 0.2, rho_window: int = 16, min_leaf: int = 1,
-                 **options: Any):
+                 explore: str = "maxmin", **options: Any):
         super().__init__(enumeration, seed, **options)
         self.n_init, self.n_trees, self.local_every = n_init, n_trees, local_every
         self.xi, self.batch_damping, self.max_rank = xi, batch_damping, max_rank
         self.acquisition, self.n_elite, self.min_leaf = acquisition, n_elite, min_leaf
-        self.rho_min, self.rho_window = rho_min, rho_window
+        self.rho_min, self.rho_window, self.explore = rho_min, rho_window, explore
         self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
         self._n_local = 0
         self.X = self._encode(self.valid)
@@ -251,6 +252,8 @@ class ForgeStrategy(Strategy):
         pos = np.flatnonzero(alive)
         if not len(pos):
             return None
+        if self.explore == "uniform":
+            return int(pos[self.rng.integers(len(pos))])
         pool = pos if len(pos) <= 2048 else self.rng.choice(pos, 2048, replace=False)
         taken = np.flatnonzero(self.proposed)
         d = np.min(((self.X[cand[pool], None, :] - self.X[None, taken, :]) ** 2).sum(-1), axis=1)
