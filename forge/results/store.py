@@ -1,0 +1,75 @@
+"""SQLite store of records and run metadata. Append-only: a record is never updated or deleted.
+
+Each record is committed as soon as it is added, so a killed process loses nothing that finished.
+"""
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import fields
+from pathlib import Path
+from typing import Any, Iterator
+
+from forge.results.record import Record
+
+STORE_NAME = "forge.sqlite"
+_COLS = [f.name for f in fields(Record) if f.name != "id"]
+_TYPES = {"median": "REAL", "spread": "REAL", "speedup_unfused": "REAL", "speedup_vendor": "REAL",
+          "timestamp": "REAL", "trial": "INTEGER"}
+
+
+class Store:
+    def __init__(self, path: str | Path):
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
+        self.conn.row_factory = sqlite3.Row
+        self.conn.execute("PRAGMA journal_mode=WAL")
+        cols = ", ".join(f"{c} {_TYPES.get(c, 'TEXT')}" for c in _COLS)
+        self.conn.execute(f"CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")
+        self.conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(variant_key)")
+        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+        # Append-only by construction: the database itself refuses updates and deletes of records.
+        self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records "
+                          "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
+        self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records "
+                          "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
+
+    @classmethod
+    def for_run(cls, run_dir: str | Path) -> "Store":
+        return cls(Path(run_dir) / STORE_NAME)
+
+    def add(self, rec: Record) -> int:
+        row = rec.to_row()
+        row.pop("id", None)
+        cur = self.conn.execute(
+            f"INSERT INTO records ({', '.join(_COLS)}) VALUES ({', '.join('?' for _ in _COLS)})",
+            [row[c] for c in _COLS])
+        rec.id = int(cur.lastrowid)
+        return rec.id
+
+    def records(self, **where: Any) -> list[Record]:
+        return list(self.iter_records(**where))
+
+    def iter_records(self, **where: Any) -> Iterator[Record]:
+        sql = "SELECT * FROM records"
+        if where:
+            sql += " WHERE " + " AND ".join(f"{k} = ?" for k in where)
+        for row in self.conn.execute(sql + " ORDER BY id", list(where.values())):
+            yield Record.from_row(dict(row))
+
+    def keys(self, phase: str = "search") -> set[str]:
+        return {r[0] for r in self.conn.execute("SELECT DISTINCT variant_key FROM records WHERE phase = ?", (phase,))}
+
+    def count(self) -> int:
+        return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+
+    def set_meta(self, key: str, value: Any) -> None:
+        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+
+    def get_meta(self, key: str, default: Any = None) -> Any:
+        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else default
+
+    def close(self) -> None:
+        self.conn.close()
