@@ -100,6 +100,8 @@ class Backend(ABC):
     """One target family. Instances are cheap and picklable (executors ship them to workers)."""
 
     kind: str = ""
+    # True when `run` times on this machine's own CPU: executors then never compile beside it.
+    measures_on_host: bool = False
 
     def __init__(self, target: Target, measure: str = "auto"):
         if measure not in MEASURE_MODES:

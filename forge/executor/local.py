@@ -1,4 +1,10 @@
-"""Local executor: a process pool compiles in parallel; one device slot measures serially."""
+"""Local executor: a process pool compiles in parallel; one device slot measures serially.
+
+When the device *is* this machine's CPU (`Backend.measures_on_host`), a compiler running beside a
+measurement would steal its cores, so measurement and compilation take turns: before a
+measurement starts, new builds are held back and the running ones finish; after it, the held
+builds go out together.
+"""
 from __future__ import annotations
 
 import os
@@ -21,6 +27,11 @@ class LocalExecutor(Executor):
         self.out: queue.Queue = queue.Queue()
         self._pending = 0
         self._lock = threading.Lock()
+        self._exclusive = bool(getattr(backend, "measures_on_host", False))
+        self._gate = threading.Condition()
+        self._building = 0
+        self._measuring = False
+        self._held: list[Job] = []
         self.device = threading.Thread(target=self._device_loop, name="forge-device-slot", daemon=True)
         self.device.start()
 
@@ -31,6 +42,15 @@ class LocalExecutor(Executor):
         if early:
             self.out.put(early)
             return
+        with self._gate:
+            if self._exclusive and self._measuring:
+                self._held.append(job)
+                return
+            self._dispatch(job)
+
+    def _dispatch(self, job: Job) -> None:
+        """Start one build (the caller holds the gate)."""
+        self._building += 1
         try:
             fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
         except BrokenProcessPool:
@@ -43,7 +63,25 @@ class LocalExecutor(Executor):
             artifact = fut.result()
         except Exception as exc:  # the build worker itself died
             artifact = Artifact(job.variant.key(), "", ok=False, error=f"build worker lost: {type(exc).__name__}: {exc}")
+        with self._gate:
+            self._building -= 1
+            self._gate.notify_all()
         self.device_queue.put((job, artifact))
+
+    def _measure_alone(self, job: Job, artifact: Artifact):
+        if not self._exclusive:
+            return measure(self.backend, job, artifact)
+        with self._gate:
+            self._measuring = True
+            self._gate.wait_for(lambda: self._building == 0)
+        try:
+            return measure(self.backend, job, artifact)
+        finally:
+            with self._gate:
+                self._measuring = False
+                held, self._held = self._held, []
+                for j in held:
+                    self._dispatch(j)
 
     def _device_loop(self) -> None:
         while True:
@@ -54,7 +92,7 @@ class LocalExecutor(Executor):
             verdict = self.backend.check(job.variant)
             outcome = after_build(job, verdict, artifact)
             if outcome is None:
-                outcome = Outcome(job, verdict, artifact, measure(self.backend, job, artifact))
+                outcome = Outcome(job, verdict, artifact, self._measure_alone(job, artifact))
             outcome.host = platform.node()
             self.out.put(outcome)
 

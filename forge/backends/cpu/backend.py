@@ -26,6 +26,7 @@ from forge.variant import Variant
 
 class CpuBackend(Backend):
     kind = "cpu"
+    measures_on_host = True
 
     def __init__(self, target: Target, measure: str = "auto", **_: Any):
         super().__init__(target, measure)
