@@ -66,13 +66,15 @@ def headline(lb: Leaderboard) -> list[str]:
 def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     for line in headline(lb):
         console.print(line, highlight=False)
+    emulated = any("emulation" in r.extra for r in lb.rows)
     table = Table(title="leaderboard", show_lines=False)
-    for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline"):
+    for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline") + (
+            ("emulation",) if emulated else ()):
         table.add_column(col, overflow="fold")
     for r in lb.rows[:top]:
         table.add_row(_rank(r), _cfg(r.config), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
                       _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
-                      _pct(r.roofline_fraction))
+                      _pct(r.roofline_fraction), *((str(r.extra.get("emulation", "—")),) if emulated else ()))
     console.print(table)
     if any(r.remeasured for r in lb.rows[:top]):
         console.print("* re-measured at the end with more repetitions")
@@ -80,8 +82,11 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     if best and best.extra.get("pipe_busy"):
         busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
         console.print(f"best variant per-pipe utilisation: {busy}")
-    if best and "emulation" in best.extra:
-        console.print(f"best variant emulation: {best.extra['emulation']}")
+    if emulated:
+        failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
+        console.print(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
+                      f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
+                      + (f"; emulated shape {best.extra['emulated_shape']}" if best and best.extra.get("emulated_shape") else ""))
     if lb.failures:
         console.print(f"{len(lb.failures)} failed variants, e.g.:")
         for f in lb.failures[:5]:
