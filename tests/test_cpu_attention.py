@@ -16,16 +16,6 @@ from forge.targets import get_target
 from forge.variant import Variant
 
 
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return get_backend("cpu")
-
-
 def _configs_covering_every_value(space, seed: int) -> list[dict]:
     """For every value of every parameter, one random valid config holding it (deduplicated)."""
     enum = space.enumerate()

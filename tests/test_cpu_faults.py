@@ -16,11 +16,6 @@ P = get_op("softmax").problem(dict(M=8, N=40))
 BASE = dict(algo="online", rows_per_task=1, vec=8, unroll=1, threads=1, schedule="static")
 
 
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
-
-
 @pytest.fixture(scope="module")
 def faulty():
     return FaultyCpuBackend(get_target("cpu"), {"crash": {"unroll": 2}, "hang": {"unroll": 4},

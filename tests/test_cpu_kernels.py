@@ -5,22 +5,11 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from forge.backends import get_backend
 from forge.ops import get_op
 from forge.variant import Variant
 
 SETTINGS = settings(max_examples=6, deadline=None, derandomize=True,
                     suppress_health_check=[HealthCheck.function_scoped_fixture, HealthCheck.too_slow])
-
-
-@pytest.fixture(scope="session")
-def cache_dir(tmp_path_factory):
-    return tmp_path_factory.getbasetemp() / "forge-cpu-cache"
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return get_backend("cpu")
 
 
 def _build_and_run(backend, cache_dir, p, index):

@@ -3,16 +3,10 @@ from __future__ import annotations
 
 import pytest
 
-from forge.backends import get_backend
 from forge.generators.c.spaces import space_data
 from forge.ops import get_op
 from forge.targets import get_target
 from forge.variant import Variant
-
-
-@pytest.fixture(scope="module")
-def backend():
-    return get_backend("cpu")
 
 
 def _problem(op, shape, **attrs):
