@@ -117,3 +117,15 @@ def get_plan(problem: Problem, hw: AscendHW) -> Plan:
 
 def pow2_upto(lo: int, hi: int) -> list[int]:
     return [1 << k for k in range(int(math.log2(lo)), int(math.log2(max(hi, lo))) + 1)]
+
+
+class RowsPlan(Plan, ABC):
+    """An operator over rows of a [M, N] input (rmsnorm, softmax, swiglu)."""
+
+    @property
+    def M(self) -> int:
+        return self.p.shape["M"]
+
+    @property
+    def N(self) -> int:
+        return self.p.shape["N"]

@@ -13,23 +13,15 @@ import numpy as np
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
-from forge.generators.ascendc.base import Plan, cdiv, round_up
+from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
 from forge.space import Param, choice, pow2
 
 
-class RowPlan(Plan):
+class RowPlan(RowsPlan):
     kind = "aiv"
     n_stalls = 1                     # scalar read-backs per row
     v_passes = 6                     # fp32 vector passes over a row (cast, math, cast back)
     reduce_passes = 1
-
-    @property
-    def M(self) -> int:
-        return self.p.shape["M"]
-
-    @property
-    def N(self) -> int:
-        return self.p.shape["N"]
 
     @property
     def cols_pad(self) -> int:

@@ -14,22 +14,14 @@ import forge.generators.ascendc.swiglu_op  # noqa: F401  (registers the op)
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
-from forge.generators.ascendc.base import Plan, cdiv, round_up
+from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
 from forge.space import Param, choice, pow2
 
 
-class SwigluPlan(Plan):
+class SwigluPlan(RowsPlan):
     op = "swiglu"
     template = "swiglu.cpp.j2"
     kind = "aiv"
-
-    @property
-    def M(self) -> int:
-        return self.p.shape["M"]
-
-    @property
-    def N(self) -> int:
-        return self.p.shape["N"]
 
     def params(self) -> list[Param]:
         aiv = int(self.hw.aiv)
