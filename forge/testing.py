@@ -7,6 +7,7 @@ attributes, so executors can pickle it to worker processes.
 """
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from forge.backends.base import Source
@@ -55,3 +56,31 @@ class FaultyCpuBackend(CpuBackend):
         files = dict(src.files)
         files[src.main] = plant_fault(files[src.main], kind)
         return Source(files, src.main, src.language)
+
+
+class IntervalLogCpuBackend(CpuBackend):
+    """CPU backend that appends `build|run <start> <end>` wall-clock lines to `log_path`, so a
+    test can check that no compilation overlapped a measurement (builds run in other processes,
+    hence a file, with one short append per interval)."""
+
+    def __init__(self, target: Target, log_path: str, **options: Any):
+        super().__init__(target, **options)
+        self.log_path = log_path
+
+    def _log(self, kind: str, start: float) -> None:
+        with open(self.log_path, "a") as f:
+            f.write(f"{kind} {start!r} {time.time()!r}\n")
+
+    def build(self, variant: Variant, cache_dir):
+        start = time.time()
+        try:
+            return super().build(variant, cache_dir)
+        finally:
+            self._log("build", start)
+
+    def run(self, artifact, variant: Variant, **kwargs: Any):
+        start = time.time()
+        try:
+            return super().run(artifact, variant, **kwargs)
+        finally:
+            self._log("run", start)

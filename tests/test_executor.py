@@ -10,7 +10,7 @@ import pytest
 from forge.executor import Job, make_executor
 from forge.ops import get_op
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend
+from forge.testing import FaultyCpuBackend, IntervalLogCpuBackend
 from forge.variant import Variant
 
 PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
@@ -69,3 +69,26 @@ def test_invalid_variant_never_reaches_the_compiler(executor_name, tmp_path):
         ex.close()
     assert o.measurement.status == "invalid" and o.artifact is None
     assert o.measurement.reason == "; ".join(sp.check(bad))
+
+
+def test_cpu_measurement_never_overlaps_a_compilation(executor_name, tmp_path):
+    """On the CPU target a compiler beside a timed run would steal its cores: the executors make
+    compilation and measurement take turns."""
+    log = tmp_path / "intervals.log"
+    backend = IntervalLogCpuBackend(get_target("cpu"), str(log))
+    assert backend.measures_on_host
+    configs = backend.space(PROBLEM).enumerate().configs()[:8]
+    ex = make_executor(executor_name, backend, tmp_path / "cache", build_workers=2)
+    try:
+        for i, c in enumerate(configs):
+            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=5, warmup=1, timeout=10.0))
+        outcomes = list(ex.results())
+    finally:
+        ex.close()
+    assert [o.measurement.status for o in outcomes] == ["ok"] * len(configs)
+    spans = [line.split() for line in log.read_text().splitlines()]
+    builds = [(float(a), float(b)) for kind, a, b in spans if kind == "build"]
+    runs = [(float(a), float(b)) for kind, a, b in spans if kind == "run"]
+    assert len(builds) == len(runs) == len(configs)
+    overlaps = [(b, r) for b in builds for r in runs if b[0] < r[1] and r[0] < b[1]]
+    assert not overlaps

@@ -4,6 +4,12 @@
 RAY_ADDRESS). The device actor runs one measurement at a time (an actor executes its calls in
 order), so the device is never shared. If the actor or a worker dies, the variant becomes a failed
 outcome with the reason and a fresh actor takes over.
+
+When the device is the host CPU (`Backend.measures_on_host`), measurement and compilation take
+turns as in the local executor: built variants wait for the running builds to finish and are then
+measured one after another while new builds are held back; the held builds go out when no
+measurement is waiting. The driver cannot tell which node a build task lands on, so on a
+multi-node cluster builds on other nodes are held too: a cost in throughput, never in accuracy.
 """
 from __future__ import annotations
 
@@ -64,6 +70,9 @@ class RayExecutor(Executor):
         self.builds: dict = {}      # build ref -> job
         self.runs: dict = {}        # run ref -> (job, artifact)
         self.ready: list[Outcome] = []
+        self._exclusive = bool(getattr(backend, "measures_on_host", False))
+        self._built: list = []      # (job, artifact) waiting for the device (exclusive mode)
+        self._held: list[Job] = []  # jobs whose build waits for the device to go idle
 
     def _new_slot(self):
         return self._slot_cls.remote(self.backend, str(self.cache_dir))
@@ -73,11 +82,32 @@ class RayExecutor(Executor):
         if early:
             self.ready.append(early)
             return
+        if self._exclusive and (self.runs or self._built):
+            self._held.append(job)
+            return
+        self._dispatch(job)
+
+    def _dispatch(self, job: Job) -> None:
         ref = self._build.remote(self.backend, job.variant, str(self.cache_dir))
         self.builds[ref] = job
 
+    def _measure(self, job: Job, artifact: Artifact) -> None:
+        self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
+
+    def _pump(self) -> None:
+        """Exclusive mode: start the next measurement once no build runs; release held builds
+        once no measurement waits."""
+        if not self._exclusive or self.runs:
+            return
+        if self._built and not self.builds:
+            self._measure(*self._built.pop(0))
+        elif not self._built:
+            held, self._held = self._held, []
+            for job in held:
+                self._dispatch(job)
+
     def pending(self) -> int:
-        return len(self.builds) + len(self.runs) + len(self.ready)
+        return len(self.builds) + len(self.runs) + len(self.ready) + len(self._built) + len(self._held)
 
     def _poll(self, timeout: float) -> None:
         refs = list(self.builds) + list(self.runs)
@@ -91,7 +121,10 @@ class RayExecutor(Executor):
                     artifact = self.ray.get(ref)
                 except Exception as exc:  # worker lost, task error
                     artifact = Artifact(job.variant.key(), "", ok=False, error=f"build task lost: {type(exc).__name__}: {exc}")
-                self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
+                if self._exclusive:
+                    self._built.append((job, artifact))
+                else:
+                    self._measure(job, artifact)
             else:
                 job, artifact = self.runs.pop(ref)
                 try:
@@ -101,6 +134,7 @@ class RayExecutor(Executor):
                     m = Measurement("runtime_error", f"device worker lost: {type(exc).__name__}: {str(exc)[:500]}")
                     self._replace_slot()
                 self.ready.append(Outcome(job, verdict, artifact, m, host=host))
+        self._pump()
 
     def _replace_slot(self) -> None:
         try:
@@ -118,6 +152,7 @@ class RayExecutor(Executor):
     def next_result(self, timeout: float | None = None) -> Outcome | None:
         deadline = None if timeout is None else time.monotonic() + timeout
         while not self.ready:
+            self._pump()
             if not (self.builds or self.runs):
                 return None
             left = 1.0 if deadline is None else max(0.0, min(1.0, deadline - time.monotonic()))
