@@ -89,3 +89,36 @@ def test_optuna_strategies_delegate(space):
     r = run_replay(space, "optuna-random", 15, seed=0)
     assert r.evaluations == 15 and r.infeasible == 0
     assert len({tuple(c.values()) for c in r.proposals}) == 15
+
+
+def _told(space, seed, **options):
+    """A forge strategy that has seen 30 of the synthetic space's points (its own proposals)."""
+    s = get_strategy("forge", space.enumeration, seed=seed, **options)
+    for _ in range(6):
+        for cfg in s.ask(5):
+            row = space.row_of_config(cfg)
+            s.tell(cfg, float(space.time_s[row]) if space.status[row] == "ok" else None)
+    return s
+
+
+def test_niches_centre_local_moves_on_the_other_side_of_a_switch(space):
+    s = _told(space, 3, niches=True)
+    assert [s.space.params[j].name for j in s._switches] == ["d"]   # the only two-valued parameter
+    rows = np.array(list(s.observed), dtype=np.int64)
+    incumbent = min((r for r in rows if s.observed[int(r)] is not None), key=lambda r: s.observed[int(r)])
+    s._n_local = 1                                                  # odd: a niche move
+    centre, keep = s._local_centre([int(incumbent)], rows)
+    j = s._switches[0]
+    assert keep == j and s.valid[centre, j] != s.valid[incumbent, j]
+    other = [s.observed[int(r)] for r in rows if s.valid[r, j] == s.valid[centre, j] and s.observed[int(r)] is not None]
+    assert s.observed[centre] == min(other)
+    s._n_local = 2                                                  # even: the incumbent, any move
+    assert s._local_centre([int(incumbent)], rows) == (int(incumbent), None)
+
+
+def test_cap_clips_training_targets_at_the_quantile(space):
+    s = _told(space, 4)
+    _, y_raw = s._training()
+    s.cap = 0.5
+    _, y = s._training()
+    assert y.max() == pytest.approx(np.quantile(y_raw, 0.5)) and y.min() == y_raw.min()

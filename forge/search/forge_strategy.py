@@ -68,7 +68,12 @@ Hyperparameters (set by reasoning, not tuned on the shipped tuning spaces):
   benchmarks/README.md): `acquisition="thompson"` (each global slot takes the argmin of one
   randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local moves rotate
   around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees);
-  `explore="uniform"` (the reliability fallback draws uniformly instead of max-min).
+  `explore="uniform"` (the reliability fallback draws uniformly instead of max-min);
+  `niches=True` (every second local move is centred on the best point on the other side of one
+  switch — an unordered or two-valued parameter — and stays there: switches select code paths,
+  and the best path need not be the one that is better on average); `cap=q` (log-times above the
+  q-quantile of the measured ones are clipped to it before the fit, so the trees split on the
+  differences among good points rather than on how slow the bad ones are).
 - `max_rank=50000`: ranking is exact up to this many unmeasured points; beyond it a seeded
   random subset plus all incumbent neighbours is ranked, keeping one step in milliseconds.
 Deterministic for a fixed seed: every random draw comes from the seeded generator.
@@ -91,12 +96,16 @@ class ForgeStrategy(Strategy):
                  local_every: int = 2, xi: float = 0.0, batch_damping: float = 0.5,
                  max_rank: int = 50000, acquisition: str = "ei", n_elite: int = 1,
                  rho_min: float | None = 0.2, rho_window: int = 16, min_leaf: int = 1,
-                 explore: str = "maxmin", **options: Any):
+                 explore: str = "maxmin", niches: bool = False, cap: float | None = None, **options: Any):
         super().__init__(enumeration, seed, **options)
         self.n_init, self.n_trees, self.local_every = n_init, n_trees, local_every
         self.xi, self.batch_damping, self.max_rank = xi, batch_damping, max_rank
         self.acquisition, self.n_elite, self.min_leaf = acquisition, n_elite, min_leaf
         self.rho_min, self.rho_window, self.explore = rho_min, rho_window, explore
+        self.niches, self.cap = niches, cap
+        # switches: parameters that select a code path (unordered, or exactly two values)
+        self._switches = [j for j, p in enumerate(self.space.params)
+                          if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
         self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
         self._n_local = 0
         self.X = self._encode(self.valid)
@@ -162,6 +171,8 @@ class ForgeStrategy(Strategy):
         if ok.any():
             y[ok] = np.log([vals[i] for i in np.flatnonzero(ok)])
             y[~ok] = y[ok].max()
+            if self.cap is not None:
+                y = np.minimum(y, np.quantile(y, self.cap))
         return rows, y
 
     def _neighbours(self, row: int) -> np.ndarray:
@@ -197,9 +208,11 @@ class ForgeStrategy(Strategy):
             self._asked += 1
             choice = None
             if self.local_every and self._asked % self.local_every == 0:
-                centre = elite[_ROTATION[self._n_local % len(_ROTATION)] % len(elite)]
+                centre, keep = self._local_centre(elite, rows_obs)
                 self._n_local += 1
                 nb = np.intersect1d(self._neighbours(centre), cand[alive])
+                if keep is not None:
+                    nb = nb[self.valid[nb, keep] == self.valid[centre, keep]]
                 if len(nb):
                     pos = np.searchsorted(cand, nb)
                     choice = int(pos[np.argmin(mu[pos])])
@@ -229,6 +242,25 @@ class ForgeStrategy(Strategy):
         """Centres for local moves: the best `n_elite` observed points."""
         order = np.argsort(y, kind="stable")[: max(1, self.n_elite)]
         return [int(rows_obs[i]) for i in order]
+
+    def _local_centre(self, elite: list[int], rows_obs: np.ndarray) -> tuple[int, int | None]:
+        """Centre of the next local move, and the switch it must keep (None: any move).
+
+        With `niches`, every second local move is centred on the best point found on the other
+        side of one switch (rotating over the switches), and stays on that side: a switch selects
+        a different code path, and the best path is not always the one that is better on average,
+        which is what both the surrogate and the incumbent's neighbourhood follow."""
+        k = self._n_local
+        if not self.niches or k % 2 == 0 or not self._switches:
+            return elite[_ROTATION[k % len(_ROTATION)] % len(elite)], None
+        inc = elite[0]
+        j = self._switches[(k // 2) % len(self._switches)]
+        ok = np.array([self.observed.get(int(r)) is not None for r in rows_obs])
+        other = ok & (self.valid[rows_obs, j] != self.valid[inc, j])
+        if not other.any():
+            return inc, None
+        vals = np.array([self.observed[int(r)] if o else np.inf for r, o in zip(rows_obs, other)])
+        return int(rows_obs[int(np.argmin(vals))]), j
 
     def _unreliable(self) -> bool:
         """Prequential check: rank correlation between what the model predicted for its last
