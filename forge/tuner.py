@@ -83,6 +83,14 @@ def problem_of(settings: TuneSettings) -> Problem:
     return get_op(settings.op).problem(settings.shape, settings.dtype, settings.attrs)
 
 
+def _with_build_time(extra: dict, art) -> dict:
+    """Keep what the compile cost (a cache hit costs nothing): a run then doubles as a replayable
+    space whose simulated time budget counts compilation too."""
+    if art is None:
+        return extra
+    return {**extra, "build_seconds": 0.0 if art.cached else round(art.build_seconds, 4)}
+
+
 def outcome_record(ctx: Context, o: Outcome) -> Record:
     m, v = o.measurement, o.job.variant
     art = o.artifact
@@ -96,7 +104,7 @@ def outcome_record(ctx: Context, o: Outcome) -> Record:
         timings=m.timings if m.status == "ok" else [], source_hash=art.source_hash if art else "",
         toolchain=art.toolchain if art else "", flags=art.flags if art else [], host=o.host or "",
         device=ctx.backend.target.name, time_kind=m.time_kind, trial=o.job.trial,
-        resources=resources, extra=m.extra)
+        resources=resources, extra=_with_build_time(m.extra, art))
     if rec.median:
         for name, base in ctx.baselines.items():
             if base.median and base.time_kind == rec.time_kind:

@@ -1,6 +1,7 @@
 """`forge replay <cachefile> --strategy <name> --budget 100 --seeds 25`: replay a search offline.
 
-Runs a strategy over a brute-forced Kernel Tuner cache file (forge.backends.replay) for several
+Runs a strategy over a brute-forced Kernel Tuner cache file, or over a forge run folder that
+evaluated its whole space (forge.backends.replay), for several
 seeds and prints mean best/optimum and the methodology score against random search's exact
 expectation (forge.search.random_baseline). Budget = unique evaluations of points in the cache
 (failures included); infeasible points cost nothing.
@@ -15,11 +16,14 @@ import typer
 from forge.errors import ForgeInputError
 
 
-def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (.json or .json.gz)"),
+def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (.json or .json.gz) "
+                                           "or a forge run folder"),
            strategy: str = typer.Option("forge", "--strategy", "-s", help="forge | random | optuna-<sampler>"),
            budget: int = typer.Option(100, "--budget", "-b", help="unique valid evaluations per run"),
            seeds: int = typer.Option(25, "--seeds", help="runs with seeds 0..seeds-1"),
-           batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)")) -> None:
+           batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)"),
+           export: Path | None = typer.Option(None, "--export", help="write the space as a Kernel Tuner "
+                                              "cache file (.json or .json.gz) and exit")) -> None:
     """Replay a search strategy over a brute-forced tuning space and score it."""
     from forge.backends.replay import load_cache
     from forge.search.random_baseline import expected_best_random, score
@@ -32,6 +36,9 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
             raise ForgeInputError("seeds", f"{seeds}: must be >= 1")
         if batch < 1:
             raise ForgeInputError("batch", f"{batch}: must be >= 1")
+        if export is not None:
+            _export(cachefile, export)
+            return
         data = load_cache(cachefile)
         results = [run_replay(data, strategy, budget, seed=s, batch=batch) for s in range(seeds)]
     except ForgeInputError as exc:
@@ -49,6 +56,21 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
                "0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
                f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")
+
+
+def _export(source: Path, out: Path) -> None:
+    from forge.backends.replay.cache import read_json
+    from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir, write_cache
+
+    doc = cache_doc_from_run(source) if is_run_dir(source) else read_json(source)
+    write_cache(doc, out)
+    info = doc.get("forge_run") or {}
+    valid = info.get("valid")
+    typer.echo(f"wrote {out}: {len(doc['cache'])} configurations"
+               + (f" of {valid} valid in the run's space" if valid is not None else ""))
+    if valid is not None and len(doc["cache"]) < valid:
+        typer.echo("note: the run did not evaluate every valid point; the points it skipped are "
+                   "infeasible in the replayed space", err=True)
 
 
 def register(app: typer.Typer) -> None:

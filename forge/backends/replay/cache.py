@@ -76,7 +76,7 @@ def _is_numeric(values: list[Any]) -> bool:
     return all(isinstance(v, (int, float)) and not isinstance(v, bool) for v in values)
 
 
-def _read_json(path: Path) -> dict[str, Any]:
+def read_json(path: Path) -> dict[str, Any]:
     with open(path, "rb") as fh:
         magic = fh.read(2)
     opener = gzip.open if magic == b"\x1f\x8b" else open
@@ -119,11 +119,17 @@ def _in_cache_constraint(space_params: list[Param], flat_sorted: np.ndarray) -> 
 
 
 def load_cache(path: str | Path) -> ReplayData:
-    """Read a Kernel Tuner cache file (gzip or plain JSON) from any path."""
+    """Read a Kernel Tuner cache file (gzip or plain JSON) from any path, or a forge run folder
+    (its search records, as `from_run.cache_doc_from_run` writes them)."""
     path = Path(path)
-    if not path.is_file():
-        raise ForgeInputError("cachefile", f"{path}: no such file")
-    doc = _read_json(path)
+    from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir
+
+    if is_run_dir(path):
+        doc = cache_doc_from_run(path)
+    elif not path.is_file():
+        raise ForgeInputError("cachefile", f"{path}: no such file or forge run folder")
+    else:
+        doc = read_json(path)
     for key in ("tune_params_keys", "tune_params", "cache"):
         if key not in doc:
             raise ForgeInputError("cachefile", f"{path}: missing top-level key {key!r} "

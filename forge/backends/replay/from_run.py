@@ -1,0 +1,86 @@
+"""Turn a forge run into a Kernel Tuner cache document, so a brute-forced run is a replayable space.
+
+A run that evaluated every valid point of its space (`--sampler random --trials <at least the
+valid count>`) is a complete tuning space measured by forge itself; written in the cache format
+(shared/data/tuningdata/README.md "Format") it can be replayed by `forge replay`, by
+`benchmarks/search_efficiency.py` and by Kernel Tuner's simulation mode alike.
+
+Mapping: the run's space (run.json `space.params`) gives `tune_params`; each search-phase record
+gives one cache entry — `time` is the median in ms for an `ok` record, Kernel Tuner's failure
+marker for a compile error, crash, hang or wrong result, and absent for an `invalid` one (a point
+a constraint rejects is infeasible, as in the cache format). `compile_time` is the record's
+`build_seconds` where the run kept it (0 for a cache hit, and for runs made before it was kept),
+`benchmark_time` the sum of its timed repetitions.
+"""
+from __future__ import annotations
+
+import gzip
+import json
+from pathlib import Path
+from typing import Any
+
+from forge.errors import ForgeInputError
+from forge.results import load
+
+# forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
+_FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "runtime_error": "RuntimeFailedConfig",
+                   "timeout": "RuntimeFailedConfig", "incorrect": "RuntimeFailedConfig"}
+
+
+def is_run_dir(path: str | Path) -> bool:
+    path = Path(path)
+    return path.is_dir() and (path / "run.json").is_file() and (path / "forge.sqlite").is_file()
+
+
+def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
+    """The Kernel Tuner cache document of a forge run's search records."""
+    run_dir = Path(run_dir)
+    if not is_run_dir(run_dir):
+        raise ForgeInputError("run", f"{run_dir}: not a forge run folder (needs run.json and forge.sqlite)")
+    meta = json.loads((run_dir / "run.json").read_text())
+    params: dict[str, list[Any]] = meta["space"]["params"]
+    keys = list(params)
+    df = load(run_dir)
+    df = df[df["phase"] == "search"]
+    cache: dict[str, dict[str, Any]] = {}
+    for rec in df.itertuples(index=False):
+        if rec.status == "invalid":
+            continue
+        config = rec.config
+        entry: dict[str, Any] = {k: config[k] for k in keys}
+        if rec.status == "ok":
+            entry["time"] = float(rec.median) * 1e3
+            entry["times"] = [float(t) * 1e3 for t in rec.timings]
+        else:
+            entry["time"] = _FAILURE_MARKER.get(rec.status, "RuntimeFailedConfig")
+        extra = rec.extra if isinstance(rec.extra, dict) else {}
+        entry["compile_time"] = float(extra.get("build_seconds", 0.0)) * 1e3
+        entry["verification_time"] = 0.0
+        entry["benchmark_time"] = float(sum(rec.timings or [])) * 1e3
+        cache[",".join(str(entry[k]) for k in keys)] = entry
+    if not cache:
+        raise ForgeInputError("run", f"{run_dir}: the run has no search records to replay")
+    problem = meta["problem"]
+    return {
+        "device_name": meta["target"]["description"],
+        "kernel_name": f"forge {problem['op']} {problem['dtype']}",
+        "problem_size": problem["shape"],
+        "tune_params_keys": keys,
+        "tune_params": params,
+        "objective": "time",
+        "cache": cache,
+        "forge_run": {"run_id": meta.get("run_id"), "valid": meta["space"].get("valid"),
+                      "measured": len(cache), "problem": problem},
+    }
+
+
+def write_cache(doc: dict[str, Any], out: str | Path) -> Path:
+    """Write a cache document, gzip-compressed when the name ends in .gz."""
+    out = Path(out)
+    text = json.dumps(doc, indent=1)
+    if out.suffix == ".gz":
+        with gzip.open(out, "wt", encoding="utf-8") as fh:
+            fh.write(text)
+    else:
+        out.write_text(text)
+    return out
