@@ -71,6 +71,28 @@ def test_faulty_variants_are_recorded_and_never_ranked(tmp_path):
     assert sorted(f["status"] for f in lb.failures) == ["compile_error", "incorrect", "runtime_error", "timeout"]
     assert sorted(json.dumps(r.config, sort_keys=True) for r in lb.rows) == sorted(
         json.dumps(c, sort_keys=True) for c in configs[4:])
+    _check_replay_export(run, configs)
+
+
+def _check_replay_export(run: Path, configs) -> None:
+    """The run evaluated its whole (subset) space, so it is a replayable space: failures carry
+    Kernel Tuner's markers and the optimum is the best search median."""
+    from forge.backends.replay import load_cache
+    from forge.backends.replay.from_run import cache_doc_from_run
+    from forge.results import load
+
+    doc = cache_doc_from_run(run)
+    times = {json.dumps({k: e[k] for k in doc["tune_params_keys"]}, sort_keys=True): e["time"]
+             for e in doc["cache"].values()}
+    assert sorted(times) == sorted(json.dumps(c, sort_keys=True) for c in configs)
+    markers = [times[json.dumps(c, sort_keys=True)] for c in configs[:4]]
+    assert markers == ["RuntimeFailedConfig"] * 3 + ["CompilationFailedConfig"]
+    df = load(run)
+    search = df[(df.phase == "search") & (df.status == "ok")]
+    data = load_cache(run)
+    assert len(data.time_s) == 6 and data.n_ok == 2
+    assert data.optimum_s == pytest.approx(search["median"].min())
+    assert all("build_seconds" in e for e in df[df.phase == "search"]["extra"])
 
 
 class SubsetBackend(FaultyCpuBackend):

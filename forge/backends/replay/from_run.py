@@ -64,7 +64,7 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     return {
         "device_name": meta["target"]["description"],
         "kernel_name": f"forge {problem['op']} {problem['dtype']}",
-        "problem_size": problem["shape"],
+        "problem_size": list(problem["shape"].values()),   # Kernel Tuner's form: the sizes, in order
         "tune_params_keys": keys,
         "tune_params": params,
         "objective": "time",
