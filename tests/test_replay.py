@@ -170,3 +170,14 @@ def test_cli_replay(tmp_path):
     assert "best/optimum  1.0000" in res.output and "score         1.0000" in res.output
     bad = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "nope"])
     assert bad.exit_code == 2 and "unknown strategy" in bad.output
+
+
+def test_cli_export_round_trips(tmp_path):
+    src = write_cache(tmp_path / "toy.json", gz=False)
+    out = tmp_path / "copy.json.gz"
+    res = CliRunner().invoke(_app(), ["replay", str(src), "--export", str(out)])
+    assert res.exit_code == 0, res.output
+    a, b = load_cache(src), load_cache(out)
+    assert np.array_equal(a.flat, b.flat) and np.array_equal(a.time_s, b.time_s, equal_nan=True)
+    missing = CliRunner().invoke(_app(), ["replay", str(tmp_path / "absent"), "--export", str(out)])
+    assert missing.exit_code == 2 and "absent" in missing.output

@@ -62,6 +62,8 @@ def _export(source: Path, out: Path) -> None:
     from forge.backends.replay.cache import read_json
     from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir, write_cache
 
+    if not (is_run_dir(source) or source.is_file()):
+        raise ForgeInputError("cachefile", f"{source}: no such file or forge run folder")
     doc = cache_doc_from_run(source) if is_run_dir(source) else read_json(source)
     write_cache(doc, out)
     info = doc.get("forge_run") or {}
