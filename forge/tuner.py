@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 
 from forge.backends import get_backend
 from forge.backends.base import Backend
@@ -135,7 +136,7 @@ def measure_baselines(ctx: Context, again: bool = False) -> None:
         try:
             bases = ctx.backend.baselines(ctx.problem, CACHE_DIR, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
         except Exception as exc:  # a baseline failing must not stop the search
-            ctx.console.print(f"[yellow]baselines failed: {type(exc).__name__}: {exc}[/yellow]")
+            ctx.console.print(f"[yellow]baselines failed: {type(exc).__name__}: {escape(str(exc))}[/yellow]")
             bases = []
         for b in bases:
             m = b.measurement
@@ -210,7 +211,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     if not info["measured"]:
         from forge.report.render import modeled_line
 
-        console.print(f"[yellow]{modeled_line(why)}[/yellow]", highlight=False)
+        console.print(f"[yellow]{escape(modeled_line(why))}[/yellow]", highlight=False)
 
     measure_baselines(ctx)
     executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
@@ -263,7 +264,7 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         return None
     if space.check(config):
         return None
-    ctx.console.print(f"[green]tuning bank hit[/green]: {config} (median {hit[1]:.4g} s, {hit[2]}); search skipped")
+    ctx.console.print(f"[green]tuning bank hit[/green]: {escape(str(config))} (median {hit[1]:.4g} s, {hit[2]}); search skipped")
     return config
 
 

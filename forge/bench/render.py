@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from forge.bench.board import build_board
@@ -64,17 +65,17 @@ def to_markdown(board: dict[str, Any]) -> str:
 
 def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases: int = 60) -> None:
     console = console or make_console()
-    console.print(f"[bold]forge bench — {board['suite']} on {board['target']}[/] ({board['target_kind']})")
+    console.print(f"[bold]forge bench — {escape(board['suite'])} on {escape(board['target'])}[/] ({board['target_kind']})")
     t = Table(*op_head(board), title="per problem / operator", show_lines=False)
     for o in board["operators"]:
-        t.add_row(*op_cells(o))
+        t.add_row(*map(escape, op_cells(o)))
     console.print(t)
     c = Table(*CASE_HEAD, title=f"per case (first {max_cases})" if len(board["cases"]) > max_cases else "per case")
     for r in board["cases"][:max_cases]:
         style = "green" if r["status"] == "PASSED" else ("dim" if r["status"] == "UNSUPPORTED" else "red")
-        c.add_row(*case_cells(r), style=style)
+        c.add_row(*map(escape, case_cells(r)), style=style)
     console.print(c)
-    console.print(total_line(board))
+    console.print(total_line(board), markup=False)
 
 
 def _json_default(o: Any) -> Any:

@@ -63,4 +63,4 @@ class SearchProgress:
         if not self.live and (improved or self.done % 10 == 0 or self.done == self.total):
             status = rec.status if rec.status == "ok" else f"{rec.status}: {rec.reason[:80]}"
             self.console.print(f"  [{self.done}/{self.total}] {fmt_seconds(rec.median)} {status}"
-                               f"  best {fmt_best(ctx.best, ctx.best_kind)}")
+                               f"  best {fmt_best(ctx.best, ctx.best_kind)}", markup=False, highlight=False)

@@ -6,6 +6,7 @@ import io
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.table import Table
 
 from forge.report.leaderboard import Leaderboard, to_json
@@ -60,19 +61,23 @@ def headline(lb: Leaderboard) -> list[str]:
         lines.append(f"baseline {b['name']} ({b['label']}): {t} [{b['time_kind']}]")
     if lb.info.get("roofline_seconds"):
         lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
+        if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
+            lines.append("roofline above 100 %: the bound's peak understates what this device reached "
+                         "(on the CPU target it is the nominal peak at base clock or a BLAS rate probed at "
+                         "start-up, and cores boost above base clock); compare rows with each other")
     return lines
 
 
 def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     for line in headline(lb):
-        console.print(line, highlight=False)
+        console.print(line, highlight=False, markup=False)
     emulated = any("emulation" in r.extra for r in lb.rows)
     table = Table(title="leaderboard", show_lines=False)
     for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline") + (
             ("emulation",) if emulated else ()):
         table.add_column(col, overflow="fold")
     for r in lb.rows[:top]:
-        table.add_row(_rank(r), _cfg(r.config), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
+        table.add_row(_rank(r), escape(_cfg(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
                       _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
                       _pct(r.roofline_fraction), *((str(r.extra.get("emulation", "—")),) if emulated else ()))
     console.print(table)
@@ -90,7 +95,7 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     if lb.failures:
         console.print(f"{len(lb.failures)} failed variants, e.g.:")
         for f in lb.failures[:5]:
-            console.print(f"  {f['status']}: {_cfg(f['config'])}: {f['reason'][:160]}", highlight=False)
+            console.print(f"  {f['status']}: {_cfg(f['config'])}: {f['reason'][:160]}", highlight=False, markup=False)
     if not lb.rows:
         console.print("[red]no correct variant yet[/red]")
 
