@@ -42,8 +42,8 @@ def entry_source(case: dict[str, Any], plan: Any, main: str) -> str:
     params = ", ".join(f"torch::Tensor {n}" for n in sol)
     lines = [f"// forge export for SOL-ExecBench: {case['source_name']} case {case['case_id']}",
              f"// config: {' '.join(f'{k}={v}' for k, v in (case.get('config') or {}).items())}",
-             "#include <torch/extension.h>", "#include <ATen/cuda/CUDAContext.h>", f'#include "{main}"', "",
-             f"void run({params}) {{", "  auto stream = at::cuda::getCurrentCUDAStream();"]
+             "#include <torch/extension.h>", "#include <c10/cuda/CUDAStream.h>", f'#include "{main}"', "",
+             f"void run({params}) {{", "  auto stream = c10::cuda::getCurrentCUDAStream();"]
     for b in plan.buffers:
         if b.kind == "scratch":
             lines.append(f"  auto {b.name} = torch::zeros({{{b.nbytes}}}, torch::dtype(torch::kUInt8)"
@@ -54,7 +54,7 @@ def entry_source(case: dict[str, Any], plan: Any, main: str) -> str:
             kind, _, val = a.partition(":")
             if kind == "buf":
                 name = tensor.get(val, val)
-                args.append(f"reinterpret_cast<cfg::elem_t*>({name}.data_ptr())" if val in tensor
+                args.append(f"reinterpret_cast<elem_t*>({name}.data_ptr())" if val in tensor
                             else f"reinterpret_cast<float*>({name}.data_ptr())")
             elif kind == "null":
                 args.append("nullptr")
