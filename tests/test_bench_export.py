@@ -58,14 +58,14 @@ def test_trace_lines_never_present_modeled_as_measured(tmp_path):
     assert json.loads((tmp_path / "traces.jsonl").read_text().splitlines()[0])["solution"] == res["solutions"][0]
 
 
-@pytest.mark.slow   # torch's headers: ~15 s per translation unit on 2 cores
-@pytest.mark.parametrize("op, shape", [("rmsnorm", None), ("matmul", {"M": 64, "N": 128, "K": 256}),
-                                       ("softmax", {"M": 64, "N": 1024})])
+@pytest.mark.slow   # torch's extension headers: about a minute of one core
+@pytest.mark.parametrize("op, shape", [("rmsnorm", None)])
 def test_sol_entry_compiles_against_torch_headers(tmp_path, op, shape):
     """The exported solution builds as SOL-ExecBench's torch binding would build it (nvcc -c of
     sol_entry.cu with torch's extension headers). A CPU-only torch wheel lacks one generated CUDA
     build header, c10/cuda/impl/cuda_cmake_macros.h (it only says the library is shared); the
-    test supplies that line, nothing else."""
+    test supplies that line, nothing else. One op runs here (the entry is the same code for every
+    op, and the compile costs a minute); matmul and softmax pass too when added to the list."""
     import shutil
     import subprocess
     import sysconfig
