@@ -46,3 +46,25 @@ def test_random_valid_configs_pass_emulation(op, shape, dtype, attrs, tmp_path):
     m = be.run(art, v, seed=3, warmup=0, reps=1, timeout=60)
     assert m.status == "ok", (cfg, m.reason)
     assert m.extra["emulation"] == "ok" and m.time_kind == "modeled" and m.timings[0] > 0
+
+
+@pytest.mark.parametrize("op,shape,dtype,attrs", CASES, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
+    """main.cpp (the NPU launcher, never compiled here: no CANN) launches the kernel of kernel.cpp
+    with one device buffer per kernel parameter, in order: the op's inputs, the output, the
+    workspace and the (unused) tiling pointer."""
+    import re
+
+    p = get_op(op).problem(shape, dtype, attrs)
+    be = get_backend("ascend910b2", measure="model")
+    enum = be.space(p).enumerate()
+    src = be.generate(Variant(p, "ascend910b2", enum.space.config_from_indices(enum.valid[0])))
+    sig = re.search(r'extern "C" __global__ __aicore__ void (\w+)\(([^)]*)\)', src.files[src.main])
+    launch = re.search(r"ACLRT_LAUNCH_KERNEL\((\w+)\)\(([^;]*)\);", src.files["main.cpp"])
+    assert sig and launch and sig.group(1) == launch.group(1)
+    params = [a.split()[-1] for a in sig.group(2).split(",")]
+    args = [a.strip() for a in launch.group(2).split(",")][2:]
+    inputs = [s.name for s in get_op(op).inputs(p)]
+    assert args == [f"{n}Dev" for n in inputs] + ["outDev", "wsDev", "nullptr"]
+    assert len(params) == len(args) and params[-2:] == ["workspace", "tiling"]
+    assert f"aclrtlaunch_{sig.group(1)}.h" in src.files["main.cpp"]
