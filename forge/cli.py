@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.table import Table
 
 from forge.errors import ForgeInputError
@@ -250,20 +251,21 @@ def main() -> None:
     try:
         app(standalone_mode=False)
     except ForgeInputError as exc:
-        err.print(f"[red]error:[/red] {exc}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(2)
     except typer.Abort:
         err.print("aborted")
         sys.exit(130)
-    except Exception as exc:  # click's usage errors
-        import click
-
-        if isinstance(exc, click.exceptions.Exit):
-            sys.exit(exc.exit_code)
-        if isinstance(exc, click.ClickException):
+    except Exception as exc:
+        # Usage errors and exits of the CLI library: typer >= 0.20 raises its own vendored click's
+        # classes, older ones click's, so they are recognised by shape, not by class.
+        code = getattr(exc, "exit_code", None)
+        if not isinstance(code, int):
+            raise
+        if callable(getattr(exc, "show", None)):   # a usage error: unknown option, bad value, ...
             exc.show()
             sys.exit(2)
-        raise
+        sys.exit(code)                            # an explicit exit (--help, typer.Exit)
 
 
 if __name__ == "__main__":

@@ -74,3 +74,17 @@ def test_ops_and_targets_list():
     assert r.exit_code == 0 and "attention" in r.output and "rmsnorm" in r.output
     r = CliRunner().invoke(app, ["targets"])
     assert r.exit_code == 0 and "cpu" in r.output
+
+
+def test_console_script_usage_errors_exit_2_without_traceback():
+    """Through the console script's entry point (not CliRunner): an unknown option or a bad value
+    is a usage message and exit code 2, never a traceback."""
+    import subprocess
+    import sys
+
+    for argv, needle in ((["tune", "--bogus", "1"], "No such option"),
+                         (["tune", "--trials", "abc"], "--trials"),
+                         (["tune", "--op", "nope"], "unknown operator 'nope'")):
+        res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (argv, res.stderr[-2000:])
+        assert needle in res.stderr and "Traceback" not in res.stderr
