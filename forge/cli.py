@@ -249,7 +249,10 @@ _register_extra_commands()
 def main() -> None:
     _load_plugin_ops()
     try:
-        app(standalone_mode=False)
+        # Without standalone mode the CLI library returns (not raises) the code of a typer.Exit.
+        code = app(standalone_mode=False)
+        if isinstance(code, int) and code:
+            sys.exit(code)
     except ForgeInputError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(2)

@@ -84,7 +84,10 @@ def test_console_script_usage_errors_exit_2_without_traceback():
 
     for argv, needle in ((["tune", "--bogus", "1"], "No such option"),
                          (["tune", "--trials", "abc"], "--trials"),
-                         (["tune", "--op", "nope"], "unknown operator 'nope'")):
+                         (["tune", "--op", "nope"], "unknown operator 'nope'"),
+                         (["replay", "/nonexistent/cache.json"], "no such file"),
+                         (["bench", "--suite", "cannbench", "--target", "nope"], "unknown target 'nope'"),
+                         (["bank", "show", "--op", "nope"], "unknown operator 'nope'")):
         res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
         assert res.returncode == 2, (argv, res.stderr[-2000:])
         assert needle in res.stderr and "Traceback" not in res.stderr

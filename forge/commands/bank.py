@@ -6,6 +6,7 @@ from typing import Optional
 
 import typer
 from forge.report.progress import make_console
+from rich.markup import escape
 from rich.table import Table
 
 from forge.bank import Bank, bank_path, export_bank, import_bank
@@ -16,15 +17,22 @@ bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, att
 @bank_app.command("show")
 def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] = typer.Option(None, "--target")) -> None:
     """List the banked configs and the hit/add/update counters."""
+    from forge.ops import get_op
+    from forge.targets import get_target
+
+    if op:
+        get_op(op)            # an unknown name is an input error, not an empty table
+    if target:
+        get_target(target)
     console = make_console()
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
         counters = bank.counters()
     table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", title=str(bank_path()))
     for e in entries:
-        table.add_row(e["op"], e["target"], ",".join(f"{k}={v}" for k, v in e["shape"].items()), e["dtype"],
+        table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{k}={v}" for k, v in e["shape"].items()), e["dtype"],
                       ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
-                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"])
+                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"])))
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in counters.items()))
 

@@ -30,6 +30,9 @@ def bench(
                                                                           "(CUDA targets) and traces.jsonl here"),
 ) -> None:
     """Tune every case of a suite (resumable) and write one leaderboard."""
+    from forge.targets import get_target
+
+    get_target(target)   # an unknown target is an input error before anything is loaded or written
     wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
     s = load_suite(suite).select(wanted or None)
     if not s.cases and not s.unsupported:
