@@ -149,6 +149,9 @@ def report(
     from forge.report.render import FORMATS, print_leaderboard
     from forge.report.run_html import leaderboard_html
 
+    formats = {**FORMATS, "html": leaderboard_html}
+    if fmt and fmt not in formats:
+        raise ForgeInputError("--format", f"unknown format {fmt!r}; allowed: {', '.join(formats)}")
     if (Path(run) / BENCH_FILE).is_file():
         from forge.bench.render import write_reports
 
@@ -158,9 +161,6 @@ def report(
     lb = build_leaderboard(run)
     print_leaderboard(lb, out, top=top)
     if fmt:
-        formats = {**FORMATS, "html": leaderboard_html}
-        if fmt not in formats:
-            raise ForgeInputError("--format", f"unknown format {fmt!r}; allowed: {', '.join(formats)}")
         path = output or Path(run) / f"leaderboard.{fmt}"
         path.write_text(formats[fmt](lb))
         out.print(f"wrote {path}")

@@ -201,7 +201,11 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         "started": time.time(),
     }
     if resume and (run_dir / RUN_FILE).is_file():
-        info["started"] = read_run_file(run_dir).get("started", info["started"])
+        # A resumed run keeps its start and its roofline: the CPU's roofline comes from a probe,
+        # and a second probe would move every row's percentage.
+        before = read_run_file(run_dir)
+        for key in ("started", "roofline_seconds"):
+            info[key] = before.get(key, info[key])
     _write_run_file(run_dir, info)
 
     ctx = Context(settings, problem, backend, run_dir, store, console, run_id)

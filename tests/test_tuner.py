@@ -146,6 +146,9 @@ def test_sigkill_then_resume_loses_nothing_and_remeasures_nothing(tmp_path):
     proc.wait()
     before = _search_rows(run)
     assert 4 <= len(before) < 14, "the run must be killed mid-search"
+    meta = json.loads((run / "run.json").read_text())
+    meta["roofline_seconds"] = 1.25e-3        # a resumed run keeps its own roofline (not a new probe's)
+    (run / "run.json").write_text(json.dumps(meta))
     done = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--resume", str(run)],
                           capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr
@@ -154,6 +157,7 @@ def test_sigkill_then_resume_loses_nothing_and_remeasures_nothing(tmp_path):
     keys = [k for _, k in after]
     assert len(keys) == len(set(keys)) == 14                    # nothing measured twice
     assert "resuming: " in done.stderr
+    assert json.loads((run / "run.json").read_text())["roofline_seconds"] == 1.25e-3
     store = Store.for_run(run)
     assert all(r.median is not None for r in store.records(phase="search") if r.status == "ok")
 
