@@ -256,7 +256,7 @@ def main() -> None:
     except ForgeInputError as exc:
         err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
         sys.exit(2)
-    except typer.Abort:
+    except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
     except Exception as exc:

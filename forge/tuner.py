@@ -223,6 +223,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     try:
         _search(ctx, enum, executor)
         _final(ctx, executor)
+    except KeyboardInterrupt:
+        console.print(f"interrupted after {ctx.evaluated} variants; everything measured is recorded. "
+                      f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False)
+        raise
     finally:
         executor.close()
     _offer_to_bank(ctx)

@@ -10,6 +10,7 @@ from __future__ import annotations
 import os
 import platform
 import queue
+import signal
 import threading
 from concurrent.futures import Future, ProcessPoolExecutor
 from concurrent.futures.process import BrokenProcessPool
@@ -22,7 +23,7 @@ from forge.executor.base import Executor, Job, Outcome, after_build, build, meas
 class LocalExecutor(Executor):
     def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None):
         super().__init__(backend, cache_dir, build_workers or max(1, len(os.sched_getaffinity(0))))
-        self.pool = ProcessPoolExecutor(max_workers=self.build_workers)
+        self.pool = self._new_pool()
         self.device_queue: queue.Queue = queue.Queue()
         self.out: queue.Queue = queue.Queue()
         self._pending = 0
@@ -34,6 +35,9 @@ class LocalExecutor(Executor):
         self._held: list[Job] = []
         self.device = threading.Thread(target=self._device_loop, name="forge-device-slot", daemon=True)
         self.device.start()
+
+    def _new_pool(self) -> ProcessPoolExecutor:
+        return ProcessPoolExecutor(max_workers=self.build_workers, initializer=_ignore_sigint)
 
     def submit(self, job: Job) -> None:
         with self._lock:
@@ -54,7 +58,7 @@ class LocalExecutor(Executor):
         try:
             fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
         except BrokenProcessPool:
-            self.pool = ProcessPoolExecutor(max_workers=self.build_workers)
+            self.pool = self._new_pool()
             fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
         fut.add_done_callback(lambda f, job=job: self._built(job, f))
 
@@ -112,3 +116,9 @@ class LocalExecutor(Executor):
     def close(self) -> None:
         self.device_queue.put(None)
         self.pool.shutdown(wait=False, cancel_futures=True)
+
+
+def _ignore_sigint() -> None:
+    """Build workers leave Ctrl-C to the parent, which stops the run and keeps what is recorded;
+    otherwise every worker prints its own KeyboardInterrupt traceback."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
