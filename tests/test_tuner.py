@@ -168,3 +168,20 @@ def test_measure_model_never_presents_a_measured_time(tmp_path):
     assert not lb.measured
     assert lb.rows and all(r.time_kind == "modeled" for r in lb.rows)
     assert all(r.time_kind == "modeled" for r in Store.for_run(run).records())
+
+
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
+    """SIGINT to the whole process group (what Ctrl-C sends): exit 130, no traceback from the
+    run or its build workers, and the exact resume command."""
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
+           "--trials", "40", "--reps", "5", "--out", str(run), "--no-bank", "--top-k", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    deadline = time.time() + 120
+    while time.time() < deadline and len(_search_rows(run)) < 3:
+        time.sleep(0.2)
+    os.killpg(proc.pid, signal.SIGINT)
+    _, err = proc.communicate(timeout=60)
+    assert proc.returncode == 130, err[-3000:]
+    assert "Traceback" not in err and f"forge tune --resume {run}" in err
+    assert len(_search_rows(run)) >= 3
