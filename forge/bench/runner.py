@@ -123,6 +123,10 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
                                                   dict(options or {})))
             record |= {"done": True, "run_dir": str(run_dir)}
             counts["tuned"] += 1
+        except KeyboardInterrupt:
+            say("interrupted: run the same forge bench command again to continue "
+                "(finished cases are skipped, this one resumes)")
+            raise
         except ForgeInputError as exc:
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}
