@@ -182,7 +182,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts})")
 
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
-    run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        run_dir.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ForgeInputError("--out", f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
     store = Store.for_run(run_dir)
     if not resume and store.count():
         raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
