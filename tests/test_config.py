@@ -88,7 +88,8 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["replay", "/nonexistent/cache.json"], "no such file"),
                          (["bench", "--suite", "cannbench", "--target", "nope"], "unknown target 'nope'"),
                          (["bank", "show", "--op", "nope"], "unknown operator 'nope'"),
-                         (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--out", __file__], "--out")):
+                         (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--out", __file__], "--out"),
+                         (["bench", "--suite", "cannbench", "--target", "cpu", "--out", __file__], "--out")):
         res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
         assert res.returncode == 2, (argv, res.stderr[-2000:])
         assert needle in res.stderr and "Traceback" not in res.stderr

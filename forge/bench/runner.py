@@ -84,7 +84,10 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
 
     get_target(target)  # unknown target: clear error before anything is written
     out = Path(out)
-    out.mkdir(parents=True, exist_ok=True)
+    try:
+        out.mkdir(parents=True, exist_ok=True)
+    except OSError as exc:
+        raise ForgeInputError("--out", f"cannot create the bench folder {out}: {exc.strerror or exc}") from None
     say = progress or (lambda _msg: None)
     meta_path = out / BENCH_FILE
     if meta_path.is_file():
