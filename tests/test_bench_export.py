@@ -89,3 +89,14 @@ def test_sol_entry_compiles_against_torch_headers(tmp_path, op, shape):
            "-DTORCH_EXTENSION_NAME=forge_sol", "-diag-suppress", "3306"]
     res = subprocess.run(cmd, cwd=tmp_path, capture_output=True, text=True, timeout=300)
     assert res.returncode == 0, res.stderr[-3000:]
+
+
+def test_solution_names_are_file_names(tmp_path):
+    """SOL case ids can hold '/' (examples/cuda_cpp/rmsnorm_0); the solution's name is its file name."""
+    case = passed_case()
+    case["case_id"] = "examples/cuda_cpp/rmsnorm_0"
+    name = solution_json(case, "h100")["name"]
+    assert "/" not in name and name == "forge_rmsnorm_h4096_examples_cuda_cpp_rmsnorm_0"
+    board = {"cases": [case], "target": "h100", "target_kind": "cuda"}
+    export_sol(board, tmp_path)
+    assert (tmp_path / "solutions" / f"{name}.json").is_file()

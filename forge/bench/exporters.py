@@ -9,6 +9,7 @@ such lines say so in `log` and carry `forge.time_kind`.
 from __future__ import annotations
 
 import json
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -85,7 +86,7 @@ def solution_json(case: dict[str, Any], target: str, author: str = "forge") -> d
     plan = backend.plan(variant)
     files = dict(src.files)
     files["sol_entry.cu"] = entry_source(case, plan, src.main)
-    return {"name": f"forge_{case['source_name']}_{case['case_id']}".replace(":", "_"),
+    return {"name": re.sub(r"[^A-Za-z0-9_.-]+", "_", f"forge_{case['source_name']}_{case['case_id']}"),   # a file name
             "definition": case["source_name"], "author": author,
             "description": f"forge autotuned variant for {problem.short()} on {t.name}; "
                            f"time {case['time']:.4g} s ({case['time_kind']}); the kernel is specialised for "
