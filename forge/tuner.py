@@ -122,7 +122,12 @@ def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
-        raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE})")
+        from forge.bench.runner import BENCH_FILE
+
+        hint = ""
+        if (Path(run_dir) / BENCH_FILE).is_file():
+            hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / 'cases'}/<case>"
+        raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
     return json.loads(path.read_text())
 
 
