@@ -24,11 +24,11 @@ The machine is shared, so times carry noise; the file is a real measured space a
 """
 from __future__ import annotations
 
+import argparse
 import gzip
 import itertools
 import json
 import subprocess
-import sys
 import tempfile
 import time
 from pathlib import Path
@@ -132,12 +132,14 @@ KERNELS = {   # name -> (C source, tune params, feasibility, default file, kerne
 
 
 def main() -> int:
-    args = sys.argv[1:]
-    kernel = "matmul"
-    if args[:1] == ["--kernel"]:
-        kernel, args = args[1], args[2:]
-    src, tune, feasible, default_name, kernel_name, problem = KERNELS[kernel]
-    out = Path(args[0]) if args else Path(__file__).parent / "spaces" / default_name
+    ap = argparse.ArgumentParser(description="Brute-force a small CPU tuning space into a Kernel Tuner cache "
+                                             "file. (A whole-space forge run exports the same way: "
+                                             "forge replay <run> --export FILE.)")
+    ap.add_argument("--kernel", choices=sorted(KERNELS), default="matmul")
+    ap.add_argument("out", nargs="?", type=Path, help="output file (default spaces/<kernel's file>)")
+    args = ap.parse_args()
+    src, tune, feasible, default_name, kernel_name, problem = KERNELS[args.kernel]
+    out = args.out or Path(__file__).parent / "spaces" / default_name
     tmp = Path(tempfile.mkdtemp())
     (tmp / "mm.c").write_text(src)
     t0 = time.time()
