@@ -162,7 +162,11 @@ def report(
     print_leaderboard(lb, out, top=top)
     if fmt:
         path = output or Path(run) / f"leaderboard.{fmt}"
-        path.write_text(formats[fmt](lb))
+        try:
+            path.parent.mkdir(parents=True, exist_ok=True)
+            path.write_text(formats[fmt](lb))
+        except OSError as exc:
+            raise ForgeInputError("--output", f"cannot write {path}: {exc.strerror or exc}") from None
         out.print(f"wrote {path}")
 
 
