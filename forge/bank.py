@@ -150,7 +150,13 @@ def export_bank(dest: str | Path, path: str | Path | None = None) -> int:
         entries = bank.entries()
     for e in entries:
         e.pop("key", None)
-    Path(dest).write_text(json.dumps({"forge_bank": 1, "entries": entries}, indent=1))
+    from forge.errors import ForgeInputError
+
+    try:
+        Path(dest).parent.mkdir(parents=True, exist_ok=True)
+        Path(dest).write_text(json.dumps({"forge_bank": 1, "entries": entries}, indent=1))
+    except OSError as exc:
+        raise ForgeInputError("file", f"cannot write {dest}: {exc.strerror or exc}") from None
     return len(entries)
 
 

@@ -1,6 +1,7 @@
 """YAML configs and CLI input: a wrong field or value is named, with what is allowed, exit code 2."""
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 from typer.testing import CliRunner
@@ -79,9 +80,6 @@ def test_ops_and_targets_list():
 def test_console_script_usage_errors_exit_2_without_traceback():
     """Through the console script's entry point (not CliRunner): an unknown option or a bad value
     is a usage message and exit code 2, never a traceback."""
-    import subprocess
-    import sys
-
     for argv, needle in ((["tune", "--bogus", "1"], "No such option"),
                          (["tune", "--trials", "abc"], "--trials"),
                          (["tune", "--op", "nope"], "unknown operator 'nope'"),
@@ -89,7 +87,13 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["bench", "--suite", "cannbench", "--target", "nope"], "unknown target 'nope'"),
                          (["bank", "show", "--op", "nope"], "unknown operator 'nope'"),
                          (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--out", __file__], "--out"),
-                         (["bench", "--suite", "cannbench", "--target", "cpu", "--out", __file__], "--out")):
+                         (["bench", "--suite", "cannbench", "--target", "cpu", "--out", __file__], "--out"),
+                         (["bench", "--suite", "cannbench", "--target", "cpu", "--report-only", "--out",
+                           "/nonexistent/bench"], "holds no bench yet"),
+                         (["bank", "export", "/proc/forge-nope/bank.json"], "cannot write"),
+                         (["replay", str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz"),
+                           "--export", "/proc/forge-nope/x.json"],
+                          "cannot write")):
         res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
         assert res.returncode == 2, (argv, res.stderr[-2000:])
         assert needle in res.stderr and "Traceback" not in res.stderr

@@ -8,8 +8,9 @@ from typing import Optional
 import typer
 
 from forge.bench.render import write_reports
-from forge.bench.runner import run_bench
+from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
+from forge.errors import ForgeInputError
 
 
 def bench(
@@ -46,6 +47,8 @@ def bench(
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k}, progress=typer.echo)
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
+    if not (bench_dir / BENCH_FILE).is_file():
+        raise ForgeInputError("--out", f"{bench_dir} holds no bench yet; run forge bench without --report-only first")
     paths = write_reports(bench_dir)
     for kind, p in paths.items():
         typer.echo(f"{kind}: {p}")

@@ -65,7 +65,11 @@ def _export(source: Path, out: Path) -> None:
     if not (is_run_dir(source) or source.is_file()):
         raise ForgeInputError("cachefile", f"{source}: no such file or forge run folder")
     doc = cache_doc_from_run(source) if is_run_dir(source) else read_json(source)
-    write_cache(doc, out)
+    try:
+        out.parent.mkdir(parents=True, exist_ok=True)
+        write_cache(doc, out)
+    except OSError as exc:
+        raise ForgeInputError("--export", f"cannot write {out}: {exc.strerror or exc}") from None
     info = doc.get("forge_run") or {}
     valid = info.get("valid")
     typer.echo(f"wrote {out}: {len(doc['cache'])} configurations"
