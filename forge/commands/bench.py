@@ -56,7 +56,10 @@ def bench(
         from forge.bench.board import build_board
         from forge.bench.exporters import export_sol as export
 
-        done = export(build_board(bench_dir), export_sol)
+        try:
+            done = export(build_board(bench_dir), export_sol)
+        except OSError as exc:
+            raise ForgeInputError("--export-sol", f"cannot write {export_sol}: {exc.strerror or exc}") from None
         typer.echo(f"SOL export: {len(done['solutions'])} solutions, {done['traces']} trace lines, "
                    f"{len(done['skipped'])} not exportable -> {export_sol}")
 
