@@ -186,6 +186,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         counts = ", ".join(f"{k}: {v}" for k, v in enum.reason_counts.items())
         raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts})")
 
+    if settings.executor == "ray":
+        from forge.executor.ray_executor import check_reachable
+
+        check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"))   # before anything is written
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
     try:
         run_dir.mkdir(parents=True, exist_ok=True)

@@ -91,6 +91,8 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--report-only", "--out",
                            "/nonexistent/bench"], "holds no bench yet"),
                          (["bank", "export", "/proc/forge-nope/bank.json"], "cannot write"),
+                         (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--executor", "ray",
+                           "--ray-address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1"),
                          (["replay", str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz"),
                            "--export", "/proc/forge-nope/x.json"],
                           "cannot write")):

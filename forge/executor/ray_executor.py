@@ -49,6 +49,27 @@ class _DeviceSlot:
         return platform.node()
 
 
+def check_reachable(address: str | None, timeout: float = 5.0) -> None:
+    """Fail fast on a Ray address nothing answers at: ray.init would otherwise retry for minutes.
+    Only `host:port` and `ray://host:port` forms are checked ("auto" and "local" are Ray's own)."""
+    import socket
+
+    from forge.errors import ForgeInputError
+
+    if not address or address in ("auto", "local"):
+        return
+    hostport = address.split("://", 1)[-1]
+    host, _, port = hostport.rpartition(":")
+    if not host or not port.isdigit():
+        raise ForgeInputError("--ray-address", f"{address!r}: expected host:port, ray://host:port, auto or local")
+    try:
+        socket.create_connection((host, int(port)), timeout=timeout).close()
+    except OSError as exc:
+        raise ForgeInputError("--ray-address", f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+                                               "start one with `ray start --head` or leave the address unset "
+                                               "for a local cluster") from None
+
+
 def _build_task(backend: Backend, variant, cache_dir: str) -> Artifact:
     return build(backend, variant, Path(cache_dir))
 
@@ -60,6 +81,7 @@ class RayExecutor(Executor):
         ray = _ray()
         if not ray.is_initialized():
             address = address or os.environ.get("RAY_ADDRESS")
+            check_reachable(address)
             kwargs = {"address": address} if address else {"num_cpus": max(2, len(os.sched_getaffinity(0))),
                                                           "include_dashboard": False}
             ray.init(ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR", **kwargs)
