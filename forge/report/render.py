@@ -62,9 +62,10 @@ def headline(lb: Leaderboard) -> list[str]:
     if lb.info.get("roofline_seconds"):
         lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
-            lines.append("roofline above 100 %: the bound's peak understates what this device reached "
-                         "(on the CPU target it is the nominal peak at base clock or a BLAS rate probed at "
-                         "start-up, and cores boost above base clock); compare rows with each other")
+            lines.append("roofline above 100 %: the bound understates this device here (on the CPU target "
+                         "its compute roof is the base-clock peak or a BLAS rate probed at start-up, and its "
+                         "bandwidth is DRAM's while a small working set stays in cache); compare rows with "
+                         "each other")
     return lines
 
 
