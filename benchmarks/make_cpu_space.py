@@ -33,6 +33,21 @@ import tempfile
 import time
 from pathlib import Path
 
+
+def timing_main(init: str, params: str) -> str:
+    """The C `main` both kernels share: fill the inputs, then for every line of parameters on
+    stdin run once (warm-up) and three timed times, and print the three times (ms) sorted."""
+    names = params.split()
+    args = ",".join(names)
+    fmt, refs = " ".join(["%d"] * len(names)), ",".join(f"&{n}" for n in names)
+    return (f"int main(void){{\n  {init}\n  int {args};\n"
+            f"  while(scanf(\"{fmt}\",{refs})=={len(names)}){{\n"
+            f"    run({args}); double t[3];\n"
+            f"    for(int r=0;r<3;r++){{double t0=now(); run({args}); t[r]=(now()-t0)*1e3;}}\n"
+            "    for(int a=0;a<3;a++)for(int b=a+1;b<3;b++) if(t[b]<t[a]){double z=t[a];t[a]=t[b];t[b]=z;}\n"
+            "    printf(\"%.6f %.6f %.6f\\n\",t[0],t[1],t[2]); fflush(stdout);\n  }\n  return 0;\n}\n")
+
+
 C_SRC = r"""
 #include <stdio.h>
 #include <stdlib.h>
@@ -55,18 +70,8 @@ static void run(int MB,int NB,int KB,int order,int U){
     for(x[p[2]]=0;x[p[2]]<n[p[2]];x[p[2]]+=s[p[2]])
       block(x[0],x[0]+MB<N?x[0]+MB:N,x[1],x[1]+NB<N?x[1]+NB:N,x[2],x[2]+KB<N?x[2]+KB:N,U);
 }
-int main(void){
-  for(int i=0;i<N*N;i++){A[i]=(float)(i%7)-3; B[i]=(float)(i%5)-2;}
-  int MB,NB,KB,o,U;
-  while(scanf("%d %d %d %d %d",&MB,&NB,&KB,&o,&U)==5){
-    run(MB,NB,KB,o,U); double t[3];
-    for(int r=0;r<3;r++){double t0=now(); run(MB,NB,KB,o,U); t[r]=(now()-t0)*1e3;}
-    for(int a=0;a<3;a++)for(int b=a+1;b<3;b++) if(t[b]<t[a]){double z=t[a];t[a]=t[b];t[b]=z;}
-    printf("%.6f %.6f %.6f\n",t[0],t[1],t[2]); fflush(stdout);
-  }
-  return 0;
-}
 """
+C_SRC += timing_main("for(int i=0;i<N*N;i++){A[i]=(float)(i%7)-3; B[i]=(float)(i%5)-2;}", "MB NB KB o U")
 TUNE = {"MB": [4, 8, 16, 32, 64, 128], "NB": [8, 16, 32, 64, 128, 256], "KB": [4, 8, 16, 32, 64, 128],
         "order": [0, 1, 2, 3, 4, 5], "unroll": [1, 4]}
 WORKING_SET_CAP = 512 * 1024   # bytes of the three fp32 tiles
@@ -102,19 +107,9 @@ static void run(int TX,int TY,int order,int v,int pad){
   if(order==0){ for(int y=0;y<H;y+=TY) for(int x=0;x<W;x+=TX) tile(y,y+TY<H?y+TY:H,x,x+TX<W?x+TX:W,v,S); }
   else        { for(int x=0;x<W;x+=TX) for(int y=0;y<H;y+=TY) tile(y,y+TY<H?y+TY:H,x,x+TX<W?x+TX:W,v,S); }
 }
-int main(void){
-  for(int i=0;i<F*F;i++) FL[i]=(float)(i%3)-1;
-  for(int i=0;i<(H+F)*(W+F+16);i++) IN[i]=(float)(i%7)-3;
-  int TX,TY,o,v,pad;
-  while(scanf("%d %d %d %d %d",&TX,&TY,&o,&v,&pad)==5){
-    run(TX,TY,o,v,pad); double t[3];
-    for(int r=0;r<3;r++){double t0=now(); run(TX,TY,o,v,pad); t[r]=(now()-t0)*1e3;}
-    for(int a=0;a<3;a++)for(int b=a+1;b<3;b++) if(t[b]<t[a]){double z=t[a];t[a]=t[b];t[b]=z;}
-    printf("%.6f %.6f %.6f\n",t[0],t[1],t[2]); fflush(stdout);
-  }
-  return 0;
-}
 """
+CONV_SRC += timing_main("for(int i=0;i<F*F;i++) FL[i]=(float)(i%3)-1;\n"
+                        "  for(int i=0;i<(H+F)*(W+F+16);i++) IN[i]=(float)(i%7)-3;", "TX TY o v pad")
 CONV_TUNE = {"TX": [8, 16, 32, 64, 128, 256, 512], "TY": [1, 2, 4, 8, 16, 32, 64],
              "order": [0, 1], "variant": [0, 1, 2], "pad": [0, 1, 16]}
 CONV_TILE_CAP = 8192           # output pixels per tile

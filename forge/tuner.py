@@ -122,11 +122,11 @@ def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_FILE
     if not path.is_file():
-        from forge.bench.runner import BENCH_FILE
+        from forge.bench.runner import BENCH_FILE, CASES_DIR
 
         hint = ""
         if (Path(run_dir) / BENCH_FILE).is_file():
-            hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / 'cases'}/<case>"
+            hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / CASES_DIR}/<case>"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
     return json.loads(path.read_text())
 

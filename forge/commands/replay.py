@@ -59,12 +59,10 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
 
 
 def _export(source: Path, out: Path) -> None:
-    from forge.backends.replay.cache import read_json
-    from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir, write_cache
+    from forge.backends.replay.cache import read_space_doc
+    from forge.backends.replay.from_run import write_cache
 
-    if not (is_run_dir(source) or source.is_file()):
-        raise ForgeInputError("cachefile", f"{source}: no such file or forge run folder")
-    doc = cache_doc_from_run(source) if is_run_dir(source) else read_json(source)
+    doc = read_space_doc(source)
     try:
         out.parent.mkdir(parents=True, exist_ok=True)
         write_cache(doc, out)

@@ -118,18 +118,23 @@ def _in_cache_constraint(space_params: list[Param], flat_sorted: np.ndarray) -> 
     return Constraint(NOT_IN_CACHE, ok, explain)
 
 
-def load_cache(path: str | Path) -> ReplayData:
-    """Read a Kernel Tuner cache file (gzip or plain JSON) from any path, or a forge run folder
-    (its search records, as `from_run.cache_doc_from_run` writes them)."""
-    path = Path(path)
+def read_space_doc(path: str | Path) -> dict[str, Any]:
+    """The cache document at `path`: a Kernel Tuner cache file (gzip or plain JSON), or a forge
+    run folder's search records (`from_run.cache_doc_from_run`)."""
     from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir
 
+    path = Path(path)
     if is_run_dir(path):
-        doc = cache_doc_from_run(path)
-    elif not path.is_file():
+        return cache_doc_from_run(path)
+    if not path.is_file():
         raise ForgeInputError("cachefile", f"{path}: no such file or forge run folder")
-    else:
-        doc = read_json(path)
+    return read_json(path)
+
+
+def load_cache(path: str | Path) -> ReplayData:
+    """Read a brute-forced space from any path: a Kernel Tuner cache file or a forge run folder."""
+    path = Path(path)
+    doc = read_space_doc(path)
     for key in ("tune_params_keys", "tune_params", "cache"):
         if key not in doc:
             raise ForgeInputError("cachefile", f"{path}: missing top-level key {key!r} "
