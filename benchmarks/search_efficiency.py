@@ -48,7 +48,7 @@ DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
 # optuna-gp is left out of the default list: GPSampler needs torch and took ~2 s per trial here
 # (115 s for one 50-evaluation run), hours for 25 seeds x 3 spaces x 200; pass it with --strategies.
 FORGE_STRATEGIES = ["forge", "random", "optuna-random", "optuna-tpe", "optuna-tpe-multivariate",
-                    "optuna-cmaes", "optuna-qmc"]
+                    "optuna-cmaes", "optuna-qmc", "optuna-qmc-scrambled"]
 KT_STRATEGIES = ["random_sample", "genetic_algorithm", "simulated_annealing", "bayes_opt",
                  "greedy_ils", "pso", "diff_evo", "dual_annealing", "mls"]
 

@@ -73,7 +73,7 @@ def tune(
     trials: Optional[int] = typer.Option(None, help="unique variants to evaluate (default 40)"),
     time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
     patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
-    sampler: Optional[str] = typer.Option(None, help="forge | tpe | tpe-multivariate | random | cmaes | gp | grid | qmc"),
+    sampler: Optional[str] = typer.Option(None, help="forge | tpe | tpe-multivariate | random | cmaes | gp | grid | qmc | qmc-scrambled"),
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),

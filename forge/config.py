@@ -9,9 +9,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from forge.errors import ForgeInputError
+from forge.search.strategies import strategy_names
 
 
 class SearchOptions(BaseModel):
@@ -37,6 +38,14 @@ class SearchOptions(BaseModel):
     final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure")
     batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + 1)")
     bank: bool = Field(True, description="look up and update the tuning bank")
+
+    @field_validator("sampler")
+    @classmethod
+    def _known_sampler(cls, value: str) -> str:
+        # checked with the rest of the settings, before baselines are measured or a folder is made
+        if value not in strategy_names():
+            raise ValueError(f"unknown sampler; allowed: {', '.join(strategy_names())}")
+        return value
 
 
 class TuneSettings(SearchOptions):
@@ -68,7 +77,7 @@ def pydantic_error(exc: ValidationError, prefix: str = "") -> ForgeInputError:
     """The first validation error as a ForgeInputError naming the field and what is allowed."""
     err = exc.errors()[0]
     field = ".".join(str(x) for x in err["loc"]) or "config"
-    msg = err["msg"]
+    msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = TuneConfig if prefix else TuneSettings
         allowed = ", ".join(sorted(model.model_fields))

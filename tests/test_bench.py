@@ -165,6 +165,15 @@ def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
         run_bench(s, "nope", tmp_path / "x")
 
 
+def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner):
+    """A value every case would reject the same way is one input error, not N failed cases."""
+    fake_tuner(PLAN)
+    with pytest.raises(ForgeInputError) as exc:
+        run_bench(make_suite(), "cpu", tmp_path / "b", options={"measure": "nope", "top_k": None})
+    assert exc.value.field == "--measure" and "'auto'" in str(exc.value)
+    assert not (tmp_path / "b").exists()
+
+
 def test_reports_written_in_all_formats(tmp_path, fake_tuner):
     fake_tuner(PLAN)
     run_bench(make_suite(), "cpu", tmp_path)

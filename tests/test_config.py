@@ -30,6 +30,7 @@ def test_config_expands_shapes_into_settings(tmp_path):
     ("op: softmax\nshapes: []\n", "shapes"),
     ("op: softmax\nshapes: [{M: 4, N: 8}]\ntrials: 0\n", "trials"),
     ("shapes: [{M: 4, N: 8}]\n", "op"),
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: tpx\n", "sampler"),
 ])
 def test_bad_fields_are_named(tmp_path, text, field):
     with pytest.raises(ForgeInputError) as exc:
@@ -40,6 +41,16 @@ def test_bad_fields_are_named(tmp_path, text, field):
 def test_unknown_field_lists_allowed_ones(tmp_path):
     with pytest.raises(ForgeInputError, match="allowed: .*trials"):
         load_config(write(tmp_path, "op: softmax\nshapes: [{M: 1, N: 1}]\ntrails: 1\n"))
+
+
+def test_unknown_sampler_fails_before_anything_is_measured_or_written(tmp_path):
+    """The sampler is checked with the other settings: no baseline is timed, no run folder made."""
+    out = tmp_path / "run"
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=4,N=8",
+                           "--sampler", "tpx", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "sampler" in proc.stderr and "qmc-scrambled" in proc.stderr
+    assert "measuring baselines" not in proc.stdout + proc.stderr
+    assert not out.exists()
 
 
 def test_cli_flags_override_the_file(tmp_path):

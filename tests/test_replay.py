@@ -181,3 +181,25 @@ def test_cli_export_round_trips(tmp_path):
     assert np.array_equal(a.flat, b.flat) and np.array_equal(a.time_s, b.time_s, equal_nan=True)
     missing = CliRunner().invoke(_app(), ["replay", str(tmp_path / "absent"), "--export", str(out)])
     assert missing.exit_code == 2 and "absent" in missing.output
+
+
+def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
+    """benchmarks/space_anatomy.py: the exact chance of drawing one of k marked points matches
+    enumeration, and on convolution it finds the 37-point tail benchmarks/README.md argues from."""
+    import importlib.util
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location("space_anatomy", root / "benchmarks" / "space_anatomy.py")
+    anatomy = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(anatomy)
+    n, k, b = 9, 2, 3
+    draws = list(itertools.combinations(range(n), b))
+    exact = sum(1 for d in draws if min(d) < k) / len(draws)          # marked points are 0..k-1
+    assert anatomy.p_hit_random(n, k, b) == pytest.approx(exact, rel=1e-12)
+    assert anatomy.p_hit_random(n, 0, b) == 0.0 and anatomy.p_hit_random(n, k, n - 1) == 1.0
+    conv = root.parent / "shared/data/tuningdata/convolution_milo/A100.json.gz"
+    if not conv.is_file():
+        pytest.skip("shared tuningdata not present")
+    anatomy.main([str(conv), "--no-runs"])
+    out = capsys.readouterr().out
+    assert "optimum's path: read_only=1,use_padding=0,use_shmem=1" in out
+    assert "37 = 0.85% of the space" in out and "within 100 evaluations with P = 0.578" in out

@@ -76,6 +76,21 @@ def read_marker(cdir: Path) -> dict[str, Any] | None:
     return json.loads(m.read_text()) if m.is_file() else None
 
 
+def check_options(options: dict[str, Any]) -> None:
+    """Search options are checked once, before the folder is made: a bad value would otherwise
+    fail every case the same way. Options the settings do not know are left out, as for a case."""
+    from pydantic import ValidationError
+
+    from forge.config import SearchOptions
+
+    try:
+        SearchOptions(**{k: v for k, v in options.items() if v is not None and k in SearchOptions.model_fields})
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        field = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "options"
+        raise ForgeInputError(field, f"{err['msg']} (got {err.get('input')!r})") from None
+
+
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
               options: dict[str, Any] | None = None,
               progress: Callable[[str], None] | None = None) -> dict[str, int]:
@@ -83,6 +98,7 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     from forge.targets import get_target
 
     get_target(target)  # unknown target: clear error before anything is written
+    check_options(options or {})
     out = Path(out)
     try:
         out.mkdir(parents=True, exist_ok=True)

@@ -19,10 +19,10 @@ from optuna.distributions import BaseDistribution, CategoricalDistribution, IntD
 from optuna.trial import TrialState
 
 from forge.errors import ForgeInputError
+from forge.search.strategies import OPTUNA_SAMPLERS as SAMPLERS
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
 
-SAMPLERS = ("tpe", "tpe-multivariate", "random", "cmaes", "gp", "grid", "qmc")
 # A value told for a failed variant: worse than anything measured, so samplers move away from it
 # without the failure dominating a log-scale model. Applied as a multiple of the worst success.
 FAIL_PENALTY = 3.0
@@ -43,6 +43,11 @@ def make_sampler(name: str, seed: int, distributions: dict[str, BaseDistribution
         return optuna.samplers.GPSampler(seed=seed)
     if name == "qmc":
         return optuna.samplers.QMCSampler(seed=seed, warn_independent_sampling=False)
+    # Optuna's QMC default is an unscrambled Sobol sequence: the seed only reaches the first
+    # (independent) trial, so every seed walks the same sequence. Scrambling makes each seed an
+    # independent low-discrepancy sequence (Owen scrambling, scipy.stats.qmc.Sobol).
+    if name == "qmc-scrambled":
+        return optuna.samplers.QMCSampler(seed=seed, scramble=True, warn_independent_sampling=False)
     if name == "grid":
         grid = {k: list(range(d.high + 1)) if isinstance(d, IntDistribution) else list(d.choices)
                 for k, d in distributions.items()}

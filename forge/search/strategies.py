@@ -4,7 +4,7 @@
 - `random` — exact uniform random search without replacement (random_strategy.py)
 - `optuna-<sampler>` — Optuna samplers through the lead's `forge.search.optuna_strategy.OptunaStrategy`
   (which repairs invalid/duplicate proposals to the nearest valid unproposed point);
-  the short names `tpe`, `tpe-multivariate`, `cmaes`, `gp`, `qmc`, `grid` mean the same.
+  the short names `tpe`, `tpe-multivariate`, `cmaes`, `gp`, `qmc`, `qmc-scrambled`, `grid` mean the same.
 """
 from __future__ import annotations
 
@@ -15,7 +15,7 @@ from forge.errors import ForgeInputError
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
 
-OPTUNA_SAMPLERS = ("tpe", "tpe-multivariate", "cmaes", "gp", "qmc", "random", "grid")
+OPTUNA_SAMPLERS = ("tpe", "tpe-multivariate", "cmaes", "gp", "qmc", "qmc-scrambled", "random", "grid")
 NATIVE = {
     "forge": "forge.search.forge_strategy:ForgeStrategy",
     "random": "forge.search.random_strategy:RandomStrategy",

@@ -1,0 +1,138 @@
+"""Why a brute-forced space is hard to search: its code paths, where its optimum is, and which
+seeds of a strategy found the optimum's path.
+
+    .venv/bin/python benchmarks/space_anatomy.py CACHEFILE [--switches a,b,c]
+        [--strategy forge] [--seeds 25] [--budgets 50,100] [--jobs 2] [--no-runs]
+
+A *code path* is one combination of the switches (by default every parameter that is unordered
+or has exactly two values, as forge's strategy defines them). For each path the table gives its
+valid points, failures, and best / 5th percentile / median time over the space's optimum. The
+*tail* is the set of points in the optimum's path that are faster than the best point of every
+other path: a search that has measured none of them has no measured reason to prefer that path
+over the others, so its hit rate decides the run. The exact chance that uniform random search
+(without replacement) draws one within B evaluations is printed beside what the strategy did.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+from concurrent.futures import ProcessPoolExecutor
+from math import lgamma
+from pathlib import Path
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT))
+
+from forge.backends.replay import ReplayData, load_cache  # noqa: E402
+from forge.search.replay_run import run_replay  # noqa: E402
+
+_DATA: dict[str, ReplayData] = {}
+
+
+def _data(path: str) -> ReplayData:
+    if path not in _DATA:
+        _DATA[path] = load_cache(path)
+    return _DATA[path]
+
+
+def default_switches(data: ReplayData) -> list[str]:
+    return [p.name for p in data.space.params
+            if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
+
+
+def path_ids(data: ReplayData, switches: list[str]) -> np.ndarray:
+    """Per valid row, the tuple of switch values as a string label."""
+    names = [p.name for p in data.space.params]
+    cols = [names.index(s) for s in switches]
+    valid = data.enumeration.valid
+    labels = []
+    for row in valid:
+        labels.append(",".join(f"{switches[k]}={data.space.params[c].values[row[c]]}" for k, c in enumerate(cols)))
+    return np.array(labels)
+
+
+def p_hit_random(n: int, k: int, budget: int) -> float:
+    """P(at least one of k marked points among `budget` uniform draws without replacement of n)."""
+    if k == 0:
+        return 0.0
+    b = min(budget, n)
+    if n - k < b:
+        return 1.0
+    log_miss = lgamma(n - k + 1) - lgamma(n - k - b + 1) - lgamma(n + 1) + lgamma(n - b + 1)
+    return float(1.0 - np.exp(log_miss))
+
+
+def _run(args: tuple[str, str, int, int, list[str]]) -> tuple[int, list[float], list[int]]:
+    path, strategy, seed, budget, switches = args
+    data = _data(path)
+    paths = path_ids(data, switches)
+    r = run_replay(data, strategy, budget, seed=seed)
+    rows = [data.row_of_config(c) for c in r.proposals]
+    rows = [x for x in rows if x is not None]
+    return seed, list(r.trace), rows
+
+
+def main(argv: list[str] | None = None) -> None:
+    ap = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    ap.add_argument("cache")
+    ap.add_argument("--switches", help="comma-separated parameters that define a code path")
+    ap.add_argument("--strategy", default="forge")
+    ap.add_argument("--seeds", type=int, default=25)
+    ap.add_argument("--budgets", default="50,100")
+    ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--no-runs", action="store_true", help="only the space's anatomy, no strategy runs")
+    a = ap.parse_args(argv)
+    data = _data(a.cache)
+    names = [p.name for p in data.space.params]
+    switches = a.switches.split(",") if a.switches else default_switches(data)
+    unknown = [s for s in switches if s not in names]
+    if unknown:
+        ap.error(f"--switches: unknown parameter(s) {unknown}; this space has {names}")
+    budgets = [int(b) for b in a.budgets.split(",")]
+    t = data.time_s / data.optimum_s
+    paths = path_ids(data, switches)
+    n = len(t)
+
+    print(f"{data.name}: {n} valid points, {int(np.count_nonzero(~np.isfinite(t)))} failed; code paths by {switches}")
+    print(f"{'path':<50} {'points':>6} {'failed':>6} {'best':>6} {'p5':>6} {'median':>7}")
+    for label in sorted(set(paths), key=lambda p: np.nanmin(np.where(paths == p, t, np.nan))
+                        if np.isfinite(t[paths == p]).any() else np.inf):
+        v = t[paths == label]
+        ok = v[np.isfinite(v)]
+        cells = (f"{ok.min():6.3f} {np.percentile(ok, 5):6.2f} {np.median(ok):7.2f}" if len(ok) else
+                 f"{'-':>6} {'-':>6} {'-':>7}")
+        print(f"{label:<50} {len(v):6d} {len(v) - len(ok):6d} {cells}")
+
+    if len(set(paths)) < 2:
+        print("\none code path (no switch parameters; name some with --switches): nothing more to show")
+        return
+    best_path = paths[int(np.nanargmin(t))]
+    outside = np.nanmin(np.where(paths != best_path, t, np.nan))
+    tail = np.flatnonzero((paths == best_path) & (t < outside))
+    print(f"\noptimum's path: {best_path}; best elsewhere {outside:.3f}x the optimum; "
+          f"tail (points of that path faster than every other path): {len(tail)} = {len(tail) / n:.2%} of the space")
+    for b in budgets:
+        print(f"  uniform random search draws a tail point within {b} evaluations with P = {p_hit_random(n, len(tail), b):.3f}")
+    if a.no_runs:
+        return
+
+    with ProcessPoolExecutor(a.jobs) as pool:
+        runs = list(pool.map(_run, [(a.cache, a.strategy, s, max(budgets), switches) for s in range(a.seeds)]))
+    tail_set = set(int(x) for x in tail)
+    print(f"\n{a.strategy}, {a.seeds} seeds:")
+    print(f"{'budget':>6} {'seeds with a tail point':>24} {'mean best/opt: those':>21} {'the others':>11} {'all':>7}")
+    for b in budgets:
+        hit, best = [], []
+        for _, trace, rows in runs:
+            hit.append(any(r in tail_set for r in rows[:b]))
+            best.append(trace[min(b, len(trace)) - 1] / data.optimum_s)
+        hit_a, best_a = np.array(hit), np.array(best)
+        with_tail = f"{best_a[hit_a].mean():.3f}" if hit_a.any() else "-"
+        without = f"{best_a[~hit_a].mean():.3f}" if (~hit_a).any() else "-"
+        print(f"{b:6d} {f'{hit_a.sum()} of {len(hit_a)}':>24} {with_tail:>21} {without:>11} {best_a.mean():7.3f}")
+
+
+if __name__ == "__main__":
+    main()
