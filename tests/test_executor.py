@@ -92,3 +92,24 @@ def test_cpu_measurement_never_overlaps_a_compilation(executor_name, tmp_path):
     assert len(builds) == len(runs) == len(configs)
     overlaps = [(b, r) for b in builds for r in runs if b[0] < r[1] and r[0] < b[1]]
     assert not overlaps
+
+
+def test_local_close_during_a_measurement_raises_nowhere(tmp_path, monkeypatch):
+    """close() while the device slot measures and holds builds back (what Ctrl-C does): the held
+    builds are dropped instead of going to a shut-down pool, and the device thread ends cleanly."""
+    import threading
+
+    errors = []
+    monkeypatch.setattr(threading, "excepthook", lambda args: errors.append(args.exc_value))
+    backend = IntervalLogCpuBackend(get_target("cpu"), str(tmp_path / "intervals.log"))
+    configs = backend.space(PROBLEM).enumerate().configs()[:6]
+    ex = make_executor("local", backend, tmp_path / "cache", build_workers=2)
+    jobs = [Job(Variant(PROBLEM, "cpu", c), seed=i, reps=200, warmup=1, timeout=30.0) for i, c in enumerate(configs)]
+    for j in jobs[:2]:
+        ex.submit(j)
+    assert ex.next_result(timeout=120) is not None          # one measured; the second one is under way
+    for j in jobs[2:]:
+        ex.submit(j)                                        # held back while it is measured
+    ex.close()
+    ex.device.join(timeout=60)
+    assert not ex.device.is_alive() and errors == []

@@ -33,6 +33,7 @@ class LocalExecutor(Executor):
         self._building = 0
         self._measuring = False
         self._held: list[Job] = []
+        self._closed = False
         self.device = threading.Thread(target=self._device_loop, name="forge-device-slot", daemon=True)
         self.device.start()
 
@@ -53,7 +54,10 @@ class LocalExecutor(Executor):
             self._dispatch(job)
 
     def _dispatch(self, job: Job) -> None:
-        """Start one build (the caller holds the gate)."""
+        """Start one build (the caller holds the gate). After close() nothing new starts: the run
+        is stopping, and a job dropped here was never measured, so a resume proposes it again."""
+        if self._closed:
+            return
         self._building += 1
         try:
             fut = self.pool.submit(build, self.backend, job.variant, self.cache_dir)
@@ -114,8 +118,19 @@ class LocalExecutor(Executor):
         return outcome
 
     def close(self) -> None:
+        with self._gate:
+            self._closed = True
+            running = self._building
         self.device_queue.put(None)
-        self.pool.shutdown(wait=False, cancel_futures=True)
+        # Waited for, not left to shut down in the background: a pool shut down with wait=False
+        # can still be closing its wake-up pipe when the interpreter's exit hook writes to it
+        # ("OSError: Bad file descriptor" at exit, the CPython gh-83279 family of races). Builds
+        # still running (after Ctrl-C; workers ignore SIGINT) are stopped first so the wait is
+        # short: a build publishes its cache entry by rename, so a stopped one leaves no half entry.
+        if running:
+            for proc in list((getattr(self.pool, "_processes", None) or {}).values()):
+                proc.terminate()
+        self.pool.shutdown(wait=True, cancel_futures=True)
 
 
 def _ignore_sigint() -> None:
