@@ -2,7 +2,7 @@
 seeds of a strategy found the optimum's path.
 
     .venv/bin/python benchmarks/space_anatomy.py CACHEFILE [--switches a,b,c]
-        [--strategy forge] [--seeds 25] [--budgets 50,100] [--jobs 2] [--no-runs]
+        [--strategy forge] [--options JSON] [--seeds 25] [--budgets 50,100] [--jobs 2] [--no-runs]
 
 A *code path* is one combination of the switches (by default every parameter that is unordered
 or has exactly two values, as forge's strategy defines them). For each path the table gives its
@@ -15,6 +15,7 @@ over the others, so its hit rate decides the run. The exact chance that uniform 
 from __future__ import annotations
 
 import argparse
+import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
 from math import lgamma
@@ -64,11 +65,10 @@ def p_hit_random(n: int, k: int, budget: int) -> float:
     return float(1.0 - np.exp(log_miss))
 
 
-def _run(args: tuple[str, str, int, int, list[str]]) -> tuple[int, list[float], list[int]]:
-    path, strategy, seed, budget, switches = args
+def _run(args: tuple[str, str, int, int, dict]) -> tuple[int, list[float], list[int]]:
+    path, strategy, seed, budget, options = args
     data = _data(path)
-    paths = path_ids(data, switches)
-    r = run_replay(data, strategy, budget, seed=seed)
+    r = run_replay(data, strategy, budget, seed=seed, **options)
     rows = [data.row_of_config(c) for c in r.proposals]
     rows = [x for x in rows if x is not None]
     return seed, list(r.trace), rows
@@ -82,6 +82,7 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--seeds", type=int, default=25)
     ap.add_argument("--budgets", default="50,100")
     ap.add_argument("--jobs", type=int, default=2)
+    ap.add_argument("--options", default="{}", help="strategy constructor options as JSON, e.g. '{\"niches\": true}'")
     ap.add_argument("--no-runs", action="store_true", help="only the space's anatomy, no strategy runs")
     a = ap.parse_args(argv)
     data = _data(a.cache)
@@ -119,7 +120,7 @@ def main(argv: list[str] | None = None) -> None:
         return
 
     with ProcessPoolExecutor(a.jobs) as pool:
-        runs = list(pool.map(_run, [(a.cache, a.strategy, s, max(budgets), switches) for s in range(a.seeds)]))
+        runs = list(pool.map(_run, [(a.cache, a.strategy, s, max(budgets), json.loads(a.options)) for s in range(a.seeds)]))
     tail_set = set(int(x) for x in tail)
     print(f"\n{a.strategy}, {a.seeds} seeds:")
     print(f"{'budget':>6} {'seeds with a tail point':>24} {'mean best/opt: those':>21} {'the others':>11} {'all':>7}")
