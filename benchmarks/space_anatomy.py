@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from forge.backends.replay import ReplayData, load_cache  # noqa: E402
+from forge.search.forge_strategy import switch_params  # noqa: E402
 from forge.search.replay_run import run_replay  # noqa: E402
 
 _DATA: dict[str, ReplayData] = {}
@@ -39,8 +40,7 @@ def _data(path: str) -> ReplayData:
 
 
 def default_switches(data: ReplayData) -> list[str]:
-    return [p.name for p in data.space.params
-            if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
+    return [data.space.params[j].name for j in switch_params(data.space)]
 
 
 def path_ids(data: ReplayData, switches: list[str]) -> np.ndarray:

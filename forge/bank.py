@@ -150,13 +150,11 @@ def export_bank(dest: str | Path, path: str | Path | None = None) -> int:
         entries = bank.entries()
     for e in entries:
         e.pop("key", None)
-    from forge.errors import ForgeInputError
+    from forge.errors import writing
 
-    try:
+    with writing("file", dest):
         Path(dest).parent.mkdir(parents=True, exist_ok=True)
         Path(dest).write_text(json.dumps({"forge_bank": 1, "entries": entries}, indent=1))
-    except OSError as exc:
-        raise ForgeInputError("file", f"cannot write {dest}: {exc.strerror or exc}") from None
     return len(entries)
 
 

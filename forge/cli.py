@@ -13,7 +13,7 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, writing
 from forge.report.progress import make_console
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -162,11 +162,9 @@ def report(
     print_leaderboard(lb, out, top=top)
     if fmt:
         path = output or Path(run) / f"leaderboard.{fmt}"
-        try:
+        with writing("--output", path):
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(formats[fmt](lb))
-        except OSError as exc:
-            raise ForgeInputError("--output", f"cannot write {path}: {exc.strerror or exc}") from None
         out.print(f"wrote {path}")
 
 

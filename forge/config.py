@@ -73,10 +73,13 @@ class TuneConfig(SearchOptions):
         return out
 
 
-def pydantic_error(exc: ValidationError, prefix: str = "") -> ForgeInputError:
-    """The first validation error as a ForgeInputError naming the field and what is allowed."""
+def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False) -> ForgeInputError:
+    """The first validation error as a ForgeInputError naming the field (or, `as_flag`, the
+    command-line option that sets it) and what is allowed."""
     err = exc.errors()[0]
     field = ".".join(str(x) for x in err["loc"]) or "config"
+    if as_flag:
+        field = "--" + field.replace("_", "-")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = TuneConfig if prefix else TuneSettings

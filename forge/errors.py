@@ -1,4 +1,9 @@
 """Errors a user can cause. The CLI turns them into one clear line and exit code 2."""
+from __future__ import annotations
+
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
 
 
 class ForgeInputError(ValueError):
@@ -7,3 +12,14 @@ class ForgeInputError(ValueError):
     def __init__(self, field: str, message: str):
         self.field = field
         super().__init__(f"{field}: {message}")
+
+
+@contextmanager
+def writing(field: str, path: str | Path, what: str = "") -> Iterator[None]:
+    """A path the user gave that cannot be created or written is their input error (the option
+    named by `field`), not a traceback."""
+    try:
+        yield
+    except OSError as exc:
+        raise ForgeInputError(field, f"cannot write {what + ' ' if what else ''}{path}: "
+                                     f"{exc.strerror or exc}") from None

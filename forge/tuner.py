@@ -21,7 +21,7 @@ from rich.markup import escape
 from forge.backends import get_backend
 from forge.backends.base import Backend
 from forge.config import TuneSettings
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, writing
 from forge.executor import Job, Outcome, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
@@ -191,10 +191,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
         check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"))   # before anything is written
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
-    try:
+    with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ForgeInputError("--out", f"cannot create the run folder {run_dir}: {exc.strerror or exc}") from None
     store = Store.for_run(run_dir)
     if not resume and store.count():
         raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forge.bench.cases import BenchCase, Suite
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, writing
 
 BENCH_FILE = "bench.json"
 RUN_FILE = "run.json"          # written by forge.tuner
@@ -81,14 +81,12 @@ def check_options(options: dict[str, Any]) -> None:
     fail every case the same way. Options the settings do not know are left out, as for a case."""
     from pydantic import ValidationError
 
-    from forge.config import SearchOptions
+    from forge.config import SearchOptions, pydantic_error
 
     try:
         SearchOptions(**{k: v for k, v in options.items() if v is not None and k in SearchOptions.model_fields})
     except ValidationError as exc:
-        err = exc.errors()[0]
-        field = "--" + str(err["loc"][0]).replace("_", "-") if err["loc"] else "options"
-        raise ForgeInputError(field, f"{err['msg']} (got {err.get('input')!r})") from None
+        raise pydantic_error(exc, as_flag=True) from None
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
@@ -100,10 +98,8 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     get_target(target)  # unknown target: clear error before anything is written
     check_options(options or {})
     out = Path(out)
-    try:
+    with writing("--out", out, "the bench folder"):
         out.mkdir(parents=True, exist_ok=True)
-    except OSError as exc:
-        raise ForgeInputError("--out", f"cannot create the bench folder {out}: {exc.strerror or exc}") from None
     say = progress or (lambda _msg: None)
     meta_path = out / BENCH_FILE
     if meta_path.is_file():

@@ -10,7 +10,7 @@ import typer
 from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, writing
 
 
 def bench(
@@ -56,10 +56,8 @@ def bench(
         from forge.bench.board import build_board
         from forge.bench.exporters import export_sol as export
 
-        try:
+        with writing("--export-sol", export_sol):
             done = export(build_board(bench_dir), export_sol)
-        except OSError as exc:
-            raise ForgeInputError("--export-sol", f"cannot write {export_sol}: {exc.strerror or exc}") from None
         typer.echo(f"SOL export: {len(done['solutions'])} solutions, {done['traces']} trace lines, "
                    f"{len(done['skipped'])} not exportable -> {export_sol}")
 

@@ -13,7 +13,7 @@ from pathlib import Path
 import numpy as np
 import typer
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, writing
 
 
 def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (.json or .json.gz) "
@@ -63,11 +63,9 @@ def _export(source: Path, out: Path) -> None:
     from forge.backends.replay.from_run import write_cache
 
     doc = read_space_doc(source)
-    try:
+    with writing("--export", out):
         out.parent.mkdir(parents=True, exist_ok=True)
         write_cache(doc, out)
-    except OSError as exc:
-        raise ForgeInputError("--export", f"cannot write {out}: {exc.strerror or exc}") from None
     info = doc.get("forge_run") or {}
     valid = info.get("valid")
     typer.echo(f"wrote {out}: {len(doc['cache'])} configurations"

@@ -111,9 +111,7 @@ class ForgeStrategy(Strategy):
         self.acquisition, self.n_elite, self.min_leaf = acquisition, n_elite, min_leaf
         self.rho_min, self.rho_window, self.explore = rho_min, rho_window, explore
         self.niches, self.cap = niches, cap
-        # switches: parameters that select a code path (unordered, or exactly two values)
-        self._switches = [j for j, p in enumerate(self.space.params)
-                          if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
+        self._switches = switch_params(self.space)
         self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
         self._n_local = 0
         self.X = self._encode(self.valid)
@@ -301,6 +299,11 @@ class ForgeStrategy(Strategy):
         if self.explore == "uniform":
             return int(pos[self.rng.integers(len(pos))])
         return int(pos[self._farthest(cand[pos], 2048)])
+
+
+def switch_params(space) -> list[int]:
+    """Indices of the parameters that select a code path: unordered ones, or exactly two values."""
+    return [j for j, p in enumerate(space.params) if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
 
 
 _ROTATION = (0, 1, 0, 2)   # local-move centres: incumbent half the time, 2nd and 3rd best a quarter each
