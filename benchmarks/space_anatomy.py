@@ -27,6 +27,7 @@ ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
 
 from forge.backends.replay import ReplayData, load_cache  # noqa: E402
+from forge.errors import ForgeInputError  # noqa: E402
 from forge.search.forge_strategy import switch_params  # noqa: E402
 from forge.search.replay_run import run_replay  # noqa: E402
 
@@ -85,7 +86,10 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--options", default="{}", help="strategy constructor options as JSON, e.g. '{\"niches\": true}'")
     ap.add_argument("--no-runs", action="store_true", help="only the space's anatomy, no strategy runs")
     a = ap.parse_args(argv)
-    data = _data(a.cache)
+    try:
+        data = _data(a.cache)
+    except ForgeInputError as e:
+        ap.error(str(e))
     names = [p.name for p in data.space.params]
     switches = a.switches.split(",") if a.switches else default_switches(data)
     unknown = [s for s in switches if s not in names]
