@@ -1,6 +1,6 @@
 """Search efficiency on brute-forced tuning spaces: forge vs random vs Optuna vs Kernel Tuner.
 
-    .venv/bin/python benchmarks/search_efficiency.py [cachefiles...] [--seeds 25]
+    .venv/bin/python benchmarks/search_efficiency.py [cachefiles...] [--seeds 25] [--first-seed 0]
         [--budgets 25,50,100,200] [--strategies forge,random,...] [--kt a,b,...] [--no-kt]
         [--forge-options '{"rho_min": null}']   # ForgeStrategy constructor options (design variants)
 
@@ -152,6 +152,8 @@ def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cachefiles", nargs="*")
     ap.add_argument("--seeds", type=int, default=25)
+    ap.add_argument("--first-seed", type=int, default=0,
+                    help="seeds are first-seed .. first-seed+seeds-1 (a second set: --first-seed 25)")
     ap.add_argument("--budgets", default="25,50,100,200")
     ap.add_argument("--strategies", default=",".join(FORGE_STRATEGIES))
     ap.add_argument("--kt", default=",".join(KT_STRATEGIES[:4]),
@@ -177,7 +179,8 @@ def main(argv: list[str] | None = None) -> int:
             strategies += [f"KT {st}" for st in a.kt.split(",") if st]
         except ImportError as exc:
             print(f"kernel_tuner not available ({exc}); skipping its strategies", flush=True)
-    tasks = [(str(f), st, bmax, s) for f in files for st in strategies for s in range(a.seeds)]
+    seeds = range(a.first_seed, a.first_seed + a.seeds)
+    tasks = [(str(f), st, bmax, s) for f in files for st in strategies for s in seeds]
     print(f"{len(files)} spaces x {len(strategies)} strategies x {a.seeds} seeds = {len(tasks)} runs "
           f"of {bmax} evaluations on {a.jobs} processes", flush=True)
     got: dict[tuple[str, str, int], np.ndarray | str] = {}
@@ -205,7 +208,7 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {data.name} | random (exact expectation) | "
                      + " | ".join(f"{rnd[b]/opt:.3f} (0.000)" for b in budgets) + " |")
         for st in strategies:
-            trs = [got[(str(f), st, s)] for s in range(a.seeds)]
+            trs = [got[(str(f), st, s)] for s in seeds]
             errs = [t for t in trs if isinstance(t, str)]
             if errs:
                 print(f"   {st:28s} skipped: {errs[0]}", flush=True)
@@ -218,7 +221,7 @@ def main(argv: list[str] | None = None) -> int:
                 cells.append(f"{m/opt:.3f} ({score(m, rnd[b], opt):.3f})")
             lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    print(f"\n{a.seeds} seeds; best/optimum is the mean over seeds (lower is better); score = "
+    print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better); score = "
           f"(random - strategy)/(random - optimum) with random's exact expectation\n")
     print(table)
     print(f"\ntotal {time.time()-t_all:.0f} s")

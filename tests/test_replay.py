@@ -186,11 +186,8 @@ def test_cli_export_round_trips(tmp_path):
 def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
     """benchmarks/space_anatomy.py: the exact chance of drawing one of k marked points matches
     enumeration, and on convolution it finds the 37-point tail benchmarks/README.md argues from."""
-    import importlib.util
     root = Path(__file__).resolve().parents[1]
-    spec = importlib.util.spec_from_file_location("space_anatomy", root / "benchmarks" / "space_anatomy.py")
-    anatomy = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(anatomy)
+    anatomy = _benchmark_module("space_anatomy")
     n, k, b = 9, 2, 3
     draws = list(itertools.combinations(range(n), b))
     exact = sum(1 for d in draws if min(d) < k) / len(draws)          # marked points are 0..k-1
@@ -203,3 +200,33 @@ def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
     out = capsys.readouterr().out
     assert "optimum's path: read_only=1,use_padding=0,use_shmem=1" in out
     assert "37 = 0.85% of the space" in out and "within 100 evaluations with P = 0.578" in out
+
+
+def _benchmark_module(name: str):
+    import importlib.util
+    root = Path(__file__).resolve().parents[1]
+    spec = importlib.util.spec_from_file_location(name, root / "benchmarks" / f"{name}.py")
+    mod = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(mod)
+    return mod
+
+
+def test_search_efficiency_second_seed_set_runs_those_seeds(tmp_path, capsys):
+    """--first-seed picks which seeds run: the table's row is the mean over exactly those seeds."""
+    path = write_cache(tmp_path / "toy.json")
+    efficiency = _benchmark_module("search_efficiency")
+    efficiency.main([str(path), "--seeds", "2", "--first-seed", "5", "--strategies", "forge",
+                     "--no-kt", "--jobs", "1", "--budgets", "4", "--markdown", str(tmp_path / "t.md")])
+    out = capsys.readouterr().out
+    assert "2 seeds (5-6)" in out
+    data = load_cache(path)
+    want = np.mean([run_replay(data, "forge", 4, seed=s).trace[3] for s in (5, 6)]) / data.optimum_s
+    row = next(line for line in (tmp_path / "t.md").read_text().splitlines() if "| forge |" in line)
+    assert f"{want:.3f}" in row
+
+
+def test_space_anatomy_missing_cache_file_is_a_usage_error(tmp_path, capsys):
+    anatomy = _benchmark_module("space_anatomy")
+    with pytest.raises(SystemExit) as exc:
+        anatomy.main([str(tmp_path / "nope.json")])
+    assert exc.value.code == 2 and "nope.json" in capsys.readouterr().err
