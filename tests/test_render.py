@@ -23,3 +23,15 @@ def test_terminal_leaderboard_keeps_bracketed_text():
     assert "[measured]" in text and "[4, 4]" in text
     assert "error [/tmp/x.c] [Errno 2] [-Werror]" in text
     assert "roofline above 100 %" in text
+
+
+def test_baseline_line_puts_time_and_kind_before_its_description():
+    """A long baseline description wraps on a terminal; its time and [kind] come first so they stay
+    on the line that names the baseline."""
+    lb = Leaderboard("run", {"measured": False, "space": {"cartesian": 4, "valid": 2}}, [],
+                     [{"name": "unfused", "label": "4 kernels: " + "x" * 150, "median": 1.06e-3,
+                       "status": "ok", "reason": "", "time_kind": "modeled"}], {}, {}, [], [])
+    out = io.StringIO()
+    print_leaderboard(lb, Console(file=out, width=100))
+    line = next(x for x in out.getvalue().splitlines() if x.startswith("baseline unfused"))
+    assert "1.06 ms [modeled]" in line

@@ -58,7 +58,7 @@ def headline(lb: Leaderboard) -> list[str]:
         lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.rejections.items(), key=lambda x: -x[1])))
     for b in lb.baselines:
         t = fmt_seconds(b["median"]) if b["status"] == "ok" else f"{b['status']}: {b['reason'][:80]}"
-        lines.append(f"baseline {b['name']} ({b['label']}): {t} [{b['time_kind']}]")
+        lines.append(f"baseline {b['name']}: {t} [{b['time_kind']}] — {b['label']}")
     if lb.info.get("roofline_seconds"):
         lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
