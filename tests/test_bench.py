@@ -200,3 +200,15 @@ def test_interrupted_run_is_resumed_and_complete_run_skipped(tmp_path, fake_tune
     counts = run_bench(suite, "cpu", tmp_path)
     assert resumed == [d8] and tuner.calls == []
     assert counts == {"tuned": 1, "skipped": 1, "failed": 0}
+
+
+def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_tuner):
+    from forge.bench.runner import time_left
+    assert time_left([], 5) == ""
+    assert time_left([60.0, 180.0], 3) == " (about 6 min left)"    # mean 2 min x 3 cases
+    assert time_left([10.0], 2) == " (under a minute left)"
+    fake_tuner({m: ([5], 10, None, "measured") for m in (8, 16, 32, 64)})
+    said: list[str] = []
+    run_bench(make_suite(), "cpu", tmp_path, budget_per_case=1, progress=said.append)
+    tuning = [m for m in said if ": tuning " in m]
+    assert len(tuning) == 4 and "left" not in tuning[0] and all("left)" in m for m in tuning[1:])

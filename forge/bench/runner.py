@@ -114,6 +114,7 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     counts = {"tuned": 0, "skipped": 0, "failed": 0}
     tuner = None
+    spent: list[float] = []   # seconds per case run by this invocation: the estimate of what is left
     for i, case in enumerate(suite.cases, 1):
         cdir = case_dir(out, case)
         marker = read_marker(cdir)
@@ -133,7 +134,8 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
                 say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
                 run_dir = tuner.resume(cdir)
             else:
-                say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}")
+                say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}"
+                    + time_left(spent, len(suite.cases) - i + 1))
                 run_dir = tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
                                                   dict(options or {})))
             record |= {"done": True, "run_dir": str(run_dir)}
@@ -153,5 +155,14 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
             counts["failed"] += 1
             say(f"    failed: {type(exc).__name__}: {exc}")
         record["seconds"] = time.time() - started
+        spent.append(record["seconds"])
         (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
     return counts
+
+
+def time_left(spent: list[float], cases_left: int) -> str:
+    """' (about N min left)' from the mean time of the cases run so far; empty before the first."""
+    if not spent:
+        return ""
+    minutes = sum(spent) / len(spent) * cases_left / 60
+    return f" (about {minutes:.0f} min left)" if minutes >= 1 else " (under a minute left)"
