@@ -234,7 +234,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         _search(ctx, enum, executor)
         _final(ctx, executor)
     except KeyboardInterrupt:
-        console.print(f"interrupted after {ctx.evaluated} variants; everything measured is recorded. "
+        console.print(f"interrupted after {_variants(ctx.evaluated)}; everything measured is recorded. "
                       f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False)
         raise
     finally:
@@ -380,7 +380,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
             _note_result(ctx, rec)
             progress.update(ctx, rec)
         final_reason = stop_reason() or ("space exhausted" if exhausted else "done")
-    ctx.console.print(f"search stopped ({final_reason}) after {ctx.evaluated} variants")
+    ctx.console.print(f"search stopped ({final_reason}) after {_variants(ctx.evaluated)}")
 
 
 def _final(ctx: Context, executor) -> None:
@@ -414,3 +414,7 @@ def _offer_to_bank(ctx: Context) -> None:
     if recs:
         counts = bank_offer(recs)
         ctx.console.print(f"tuning bank: {counts}")
+
+
+def _variants(n: int) -> str:
+    return f"{n} variant" if n == 1 else f"{n} variants"
