@@ -15,6 +15,7 @@ from rich.table import Table
 
 from forge.errors import ForgeInputError, writing
 from forge.report.progress import make_console
+from forge.search.strategies import OPTUNA_SAMPLERS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
@@ -73,7 +74,7 @@ def tune(
     trials: Optional[int] = typer.Option(None, help="unique variants to evaluate (default 40)"),
     time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
     patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
-    sampler: Optional[str] = typer.Option(None, help="forge | tpe | tpe-multivariate | random | cmaes | gp | grid | qmc | qmc-scrambled"),
+    sampler: Optional[str] = typer.Option(None, help=" | ".join(("forge", *OPTUNA_SAMPLERS))),
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),
