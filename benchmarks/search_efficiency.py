@@ -164,6 +164,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--forge-options", default="{}",
                     help='JSON dict of ForgeStrategy options, e.g. \'{"acquisition": "thompson"}\'')
     a = ap.parse_args(argv)
+    if a.seeds < 1 or a.first_seed < 0:
+        ap.error(f"--seeds must be >= 1 and --first-seed >= 0 (got {a.seeds}, {a.first_seed})")
     FORGE_OPTIONS.clear()
     FORGE_OPTIONS.update(json.loads(a.forge_options))
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
