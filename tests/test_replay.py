@@ -200,6 +200,36 @@ def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
     out = capsys.readouterr().out
     assert "optimum's path: read_only=1,use_padding=0,use_shmem=1" in out
     assert "37 = 0.85% of the space" in out and "within 100 evaluations with P = 0.578" in out
+    assert "k=1: 22 local optima" in out and "k=2: 4 local optima" in out
+
+
+def test_space_anatomy_steepest_descent_matches_pairwise_search():
+    """The group-by steepest descent equals the definition: every row's best neighbour found by
+    comparing all row pairs, on a random space with holes (invalid points) and failures."""
+    anatomy = _benchmark_module("space_anatomy")
+    grid = np.array([[1, 5, 9], [5, 8, 7], [9, 7, 2]], dtype=float)    # (0,0) global, (2,2) local
+    valid = np.array([(a, b) for a in range(3) for b in range(3)])
+    t = grid[valid[:, 0], valid[:, 1]]
+    opt1, end1 = anatomy.steepest_descent(valid, t, 1)
+    assert set(np.flatnonzero(opt1)) == {0, 8} and end1[7] == 8 and end1[1] == 0
+    opt2, end2 = anatomy.steepest_descent(valid, t, 2)
+    assert set(np.flatnonzero(opt2)) == {0} and (end2 == 0).all()
+
+    rng = np.random.default_rng(3)
+    full = np.array(list(itertools.product(range(3), range(4), range(2), range(3))))
+    valid = full[rng.random(len(full)) < 0.7]
+    t = rng.random(len(valid))
+    t[rng.random(len(valid)) < 0.1] = np.inf
+    for k in (1, 2, 3):
+        local_optimum, end = anatomy.steepest_descent(valid, t, k)
+        dist = np.count_nonzero(valid[:, None, :] != valid[None, :, :], axis=2)
+        nxt = np.array([np.flatnonzero(dist[r] <= k)[np.argmin(t[dist[r] <= k])] for r in range(len(t))])
+        nxt = np.where(t[nxt] < t, nxt, np.arange(len(t)))
+        assert np.array_equal(local_optimum, nxt == np.arange(len(t)))
+        want = nxt.copy()
+        for _ in range(len(t)):
+            want = nxt[want]
+        assert np.array_equal(end, want)
 
 
 def _benchmark_module(name: str):
