@@ -176,7 +176,10 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
            "--trials", "40", "--reps", "5", "--out", str(run), "--no-bank", "--top-k", "0"]
-    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True)
+    # A shell starts background jobs with SIGINT ignored, and an ignored SIGINT is inherited and
+    # kept by Python; the child gets the default back so the test means the same wherever it runs.
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
+                            preexec_fn=lambda: signal.signal(signal.SIGINT, signal.SIG_DFL))
     deadline = time.time() + 120
     while time.time() < deadline and len(_search_rows(run)) < 3:
         time.sleep(0.2)
