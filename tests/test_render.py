@@ -35,3 +35,15 @@ def test_baseline_line_puts_time_and_kind_before_its_description():
     print_leaderboard(lb, Console(file=out, width=100))
     line = next(x for x in out.getvalue().splitlines() if x.startswith("baseline unfused"))
     assert "1.06 ms [modeled]" in line
+
+
+def test_a_tie_is_judged_against_the_row_it_names():
+    """The demo's case: #3 is noisy, #4 and #5 are 10 % slower than #1. #2, #3 and #4 tie #1 (each
+    gap is within the wider of the two spreads; #4's own spread is wide), #5 does not: its gap to #1
+    exceeds both spreads, though it is within #4's spread of #4. #6 equals #5 and ties it."""
+    from forge.report.leaderboard import tie_ranks
+
+    medians = [2.18e-3, 2.19e-3, 2.20e-3, 2.41e-3, 2.42e-3, 2.42e-3]
+    spreads = [3e-5, 1e-5, 2.19e-3, 2.9e-4, 1.4e-5, 0.0]
+    assert tie_ranks(medians, spreads) == [None, 1, 1, 1, None, 5]
+    assert tie_ranks([1.0], [0.5]) == [None] and tie_ranks([], []) == []

@@ -101,14 +101,9 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     # The re-measured top candidates lead: their longer final measurement is the ranking's last word,
     # and a variant left out of the re-measure was slower than they were when it was searched.
     ranked.sort(key=lambda r: (r.phase != "final", r.median))
+    ties = tie_ranks([r.median for r in ranked], [r.spread or 0.0 for r in ranked])
     rows: list[Row] = []
-    for i, r in enumerate(ranked):
-        tie = None
-        if rows:
-            prev = rows[-1]
-            gap = abs(r.median - prev.median)
-            if gap < max(r.spread or 0.0, prev.spread or 0.0) or gap <= 1e-12 * prev.median:
-                tie = prev.tie_with or prev.rank
+    for i, (r, tie) in enumerate(zip(ranked, ties)):
         rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind,
                         _speedup(latest.get("unfused"), r) or r.speedup_unfused,
                         _speedup(latest.get("vendor"), r) or r.speedup_vendor, r.phase == "final", tie,
@@ -129,6 +124,24 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
         if best is not None:
             convergence.append((n, best))
     return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence)
+
+
+def tie_ranks(medians: list[float], spreads: list[float]) -> list[int | None]:
+    """Per row of a leaderboard sorted fastest first, the rank (1-based) of the row it ties with,
+    or None. A difference smaller than the spread is a tie (ARCHITECTURE.md, measurement rules),
+    and it is judged against the head of the tie group, the row the label names: comparing each
+    row with the one above it would chain a row that is measurably slower than the head onto it
+    through one noisy row in between."""
+    ties: list[int | None] = []
+    head = 0
+    for i, (median, spread) in enumerate(zip(medians, spreads)):
+        gap = abs(median - medians[head])
+        if i > 0 and (gap < max(spread, spreads[head]) or gap <= 1e-12 * medians[head]):
+            ties.append(head + 1)
+        else:
+            ties.append(None)
+            head = i
+    return ties
 
 
 def to_json(lb: Leaderboard) -> str:
