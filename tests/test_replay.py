@@ -90,6 +90,14 @@ def test_bad_cachefile_is_input_error(tmp_path):
         load_cache(bad)
     with pytest.raises(ForgeInputError, match="no such file"):
         load_cache(tmp_path / "missing.json")
+    failed = tmp_path / "failed.json"       # no optimum, no random expectation: said, not a traceback
+    failed.write_text(json.dumps({"tune_params_keys": ["a"], "tune_params": {"a": [1, 2]},
+                                  "cache": {"1": {"a": 1, "time": "RuntimeFailedConfig"},
+                                            "2": {"a": 2, "time": "CompilationFailedConfig"}}}))
+    with pytest.raises(ForgeInputError, match="none of its 2 configurations ran successfully"):
+        load_cache(failed)
+    res = CliRunner().invoke(_app(), ["replay", str(failed)])
+    assert res.exit_code == 2 and "ran successfully" in res.output
 
 
 class _Wasteful(Strategy):

@@ -168,6 +168,11 @@ def load_cache(path: str | Path) -> ReplayData:
     if not rows:
         raise ForgeInputError("cachefile", f"{path}: the cache holds no configurations")
 
+    if not any(status == "ok" for _, status, _ in rows.values()):
+        # Every score is relative to the optimum and to random search's expected best; with no
+        # successful configuration neither exists.
+        raise ForgeInputError("cachefile", f"{path}: none of its {len(rows)} configurations ran "
+                                           "successfully (every time is a failure), so it has no optimum to search for")
     flat = np.array(sorted(rows), dtype=np.int64)
     space = Space(params, [_in_cache_constraint(params, flat)])
     valid = np.stack(np.unravel_index(flat, sizes), axis=1).astype(np.int32)
