@@ -135,7 +135,12 @@ def main(argv: list[str] | None = None) -> None:
     unknown = [s for s in switches if s not in names]
     if unknown:
         ap.error(f"--switches: unknown parameter(s) {unknown}; this space has {names}")
-    budgets = [int(b) for b in a.budgets.split(",")]
+    try:
+        budgets = [int(b) for b in a.budgets.split(",")]
+    except ValueError:
+        ap.error(f"--budgets: expected comma-separated whole numbers, got {a.budgets!r}")
+    if a.seeds < 1 or min(budgets) < 1:
+        ap.error(f"--seeds and every budget must be >= 1 (got --seeds {a.seeds}, --budgets {a.budgets})")
     t = data.time_s / data.optimum_s
     paths = path_ids(data, switches)
     n = len(t)

@@ -268,3 +268,13 @@ def test_space_anatomy_missing_cache_file_is_a_usage_error(tmp_path, capsys):
     with pytest.raises(SystemExit) as exc:
         anatomy.main([str(tmp_path / "nope.json")])
     assert exc.value.code == 2 and "nope.json" in capsys.readouterr().err
+
+
+@pytest.mark.parametrize("args, needle", [(["--budgets", "50,x"], "--budgets"), (["--budgets", "0"], ">= 1"),
+                                          (["--seeds", "0"], ">= 1")])
+def test_space_anatomy_bad_budgets_or_seeds_are_usage_errors(args, needle, capsys):
+    anatomy = _benchmark_module("space_anatomy")
+    space = str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz")
+    with pytest.raises(SystemExit) as exc:
+        anatomy.main([space, *args])
+    assert exc.value.code == 2 and needle in capsys.readouterr().err

@@ -1,7 +1,8 @@
 """The leaderboard of one run: ranked correct variants, baselines, failures and rejections.
 
-The variants re-measured at the end are ranked first, by that measurement; a difference smaller
-than the spread (interquartile range) of either neighbour is reported as a tie. Variants that failed in any
+The variants re-measured at the end are ranked first, by that measurement; a row whose median
+differs from the head of its tie group by less than the wider of the two spreads (interquartile
+ranges) is reported as a tie with it. Variants that failed in any
 way are never ranked, only counted.
 """
 from __future__ import annotations
