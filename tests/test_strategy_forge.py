@@ -6,6 +6,8 @@ import json
 
 import numpy as np
 import pytest
+from scipy.stats import norm
+from sklearn.ensemble import ExtraTreesRegressor
 
 from forge.backends.replay import load_cache
 from forge.errors import ForgeInputError
@@ -122,3 +124,28 @@ def test_cap_clips_training_targets_at_the_quantile(space):
     s.cap = 0.5
     _, y = s._training()
     assert y.max() == pytest.approx(np.quantile(y_raw, 0.5)) and y.min() == y_raw.min()
+
+
+def test_unknown_acquisition_or_quantile_is_rejected_by_name(space):
+    with pytest.raises(ValueError, match="acquisition 'pi'.*ei, good, thompson, mixed"):
+        get_strategy("forge", space.enumeration, acquisition="pi")
+    with pytest.raises(ValueError, match="good_quantile 1.0"):
+        get_strategy("forge", space.enumeration, good_quantile=1.0)
+
+
+def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space):
+    """With `acquisition="good"` and no local slots, a global pick is the unmeasured point the
+    model gives the highest probability of beating the `good_quantile` of the measured log-times."""
+    s = _told(space, 5, acquisition="good", local_every=0, rho_min=None)
+    rows_obs, y = s._training()
+    threshold = np.quantile(y, s.good_quantile)
+    state = s.rng.bit_generator.state
+    model_seed = int(s.rng.integers(2**31 - 1))                    # the draw ask() makes first
+    s.rng.bit_generator.state = state
+    model = ExtraTreesRegressor(n_estimators=s.n_trees, min_samples_leaf=1, max_features=1.0,
+                                random_state=model_seed, n_jobs=1).fit(s.X[rows_obs], y)
+    free = np.flatnonzero(~s.proposed)
+    per_tree = np.stack([t.predict(s.X[free]) for t in model.estimators_])
+    p = norm.cdf((threshold - per_tree.mean(0)) / np.maximum(per_tree.std(0), 1e-12))
+    [cfg] = s.ask(1)
+    assert p[list(free).index(s.row(cfg))] == pytest.approx(p.max())
