@@ -127,9 +127,9 @@ def test_cap_clips_training_targets_at_the_quantile(space):
 
 
 def test_unknown_acquisition_or_quantile_is_rejected_by_name(space):
-    with pytest.raises(ValueError, match="acquisition 'pi'.*ei, good, thompson, mixed"):
+    with pytest.raises(ForgeInputError, match="acquisition: 'pi' is not one of ei, good, thompson, mixed"):
         get_strategy("forge", space.enumeration, acquisition="pi")
-    with pytest.raises(ValueError, match="good_quantile 1.0"):
+    with pytest.raises(ForgeInputError, match="good_quantile: 1.0 is not strictly between 0 and 1"):
         get_strategy("forge", space.enumeration, good_quantile=1.0)
 
 

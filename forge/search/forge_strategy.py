@@ -107,6 +107,7 @@ import numpy as np
 from scipy.stats import norm
 from sklearn.ensemble import ExtraTreesRegressor
 
+from forge.errors import ForgeInputError
 from forge.search.strategy import Strategy
 
 
@@ -126,9 +127,9 @@ class ForgeStrategy(Strategy):
         self.rho_min, self.rho_window, self.explore = rho_min, rho_window, explore
         self.niches, self.cap = niches, cap
         if acquisition not in _ACQUISITIONS:
-            raise ValueError(f"acquisition {acquisition!r}: expected one of {', '.join(_ACQUISITIONS)}")
+            raise ForgeInputError("acquisition", f"{acquisition!r} is not one of {', '.join(_ACQUISITIONS)}")
         if not 0 < good_quantile < 1:
-            raise ValueError(f"good_quantile {good_quantile!r}: expected a number strictly between 0 and 1")
+            raise ForgeInputError("good_quantile", f"{good_quantile!r} is not strictly between 0 and 1")
         self.good_quantile = good_quantile
         self._switches = switch_params(self.space)
         self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
