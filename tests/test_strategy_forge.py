@@ -136,7 +136,7 @@ def test_unknown_acquisition_or_quantile_is_rejected_by_name(space):
 def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space):
     """With `acquisition="good"` and no local slots, a global pick is the unmeasured point the
     model gives the highest probability of beating the `good_quantile` of the measured log-times."""
-    s = _told(space, 5, acquisition="good", local_every=0, rho_min=None)
+    s = _told(space, 5, acquisition="good", local_every=0, rho_min=None, path_floor=None)
     rows_obs, y = s._training()
     threshold = np.quantile(y, s.good_quantile)
     state = s.rng.bit_generator.state
@@ -149,3 +149,23 @@ def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space
     p = norm.cdf((threshold - per_tree.mean(0)) / np.maximum(per_tree.std(0), 1e-12))
     [cfg] = s.ask(1)
     assert p[list(free).index(s.row(cfg))] == pytest.approx(p.max())
+
+
+def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
+    """The synthetic space's one switch `d` makes two code paths. Once one of them holds less than
+    `path_floor` of the overall sampled share, the next floor slot takes that path's top-scored point;
+    while every path holds its share, the floor gives the slot back (None)."""
+    s = _told(space, 6, path_floor=0.75)
+    j = s._switches[0]
+    starved = int(np.argmin(np.bincount(s._path[s.proposed], minlength=2) / s._path_size))
+    # starve that path: forget every measured point on it but one
+    on = [r for r in np.flatnonzero(s.proposed) if s._path[r] == starved][1:]
+    s.proposed[on] = False
+    cand = np.flatnonzero(~s.proposed)
+    alive = np.ones(len(cand), dtype=bool)
+    score = np.linspace(0.0, 1.0, len(cand))                      # any score; the floor takes its max
+    pos = s._floor_choice(cand, alive, score)
+    path_rows = np.flatnonzero(s._path[cand] == starved)
+    assert pos == path_rows[-1] and s.valid[cand[pos], j] == s.valid[cand[path_rows[0]], j]
+    s.path_floor = 1e-9                                            # every path above a tiny floor
+    assert s._floor_choice(cand, alive, score) is None

@@ -80,7 +80,12 @@ its entry says so and benchmarks/README.md has the comparison):
   CPU conv2d space was held out (benchmarks/README.md, "Second pass").
 - Options kept for comparison, off by default (all compared on the dev spaces, see
   benchmarks/README.md): `acquisition="ei"` (expected improvement over the best log-time, the
-  default of the first six passes); `acquisition="thompson"` (each global slot takes the argmin of one
+  default of the first six passes); `path_floor=0.75` (every second global slot goes to the
+  top-scored point of the code path — combination of switch values — sampled least relative to
+  its size, when that path holds less than 3/4 of the overall sampled share: a few early points
+  of a path that read badly make the model write the whole path off; on convolution it lifts
+  1.32 to 1.21 at 100, but gemm misses its 1.03, and `good_quantile=0.1`, which buys gemm back,
+  puts the CPU blocked matmul below random search); `acquisition="thompson"` (each global slot takes the argmin of one
   randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local moves rotate
   around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees);
   `explore="uniform"` (the reliability fallback draws uniformly instead of max-min);
@@ -119,7 +124,7 @@ class ForgeStrategy(Strategy):
                  max_rank: int = 50000, acquisition: str = "good", n_elite: int = 1,
                  rho_min: float | None = 0.2, rho_window: int = 16, min_leaf: int = 1,
                  explore: str = "maxmin", niches: bool = False, cap: float | None = 0.5,
-                 good_quantile: float = 0.25, **options: Any):
+                 good_quantile: float = 0.25, path_floor: float | None = None, **options: Any):
         super().__init__(enumeration, seed, **options)
         self.n_init, self.n_trees, self.local_every = n_init, n_trees, local_every
         self.xi, self.batch_damping, self.max_rank = xi, batch_damping, max_rank
@@ -130,8 +135,13 @@ class ForgeStrategy(Strategy):
             raise ForgeInputError("acquisition", f"{acquisition!r} is not one of {', '.join(_ACQUISITIONS)}")
         if not 0 < good_quantile < 1:
             raise ForgeInputError("good_quantile", f"{good_quantile!r} is not strictly between 0 and 1")
-        self.good_quantile = good_quantile
+        self.good_quantile, self.path_floor = good_quantile, path_floor
         self._switches = switch_params(self.space)
+        # code path of every valid row: its combination of switch values (one path when none)
+        sw = self.valid[:, self._switches] if self._switches else np.zeros((len(self.valid), 1), np.int64)
+        self._path = np.unique(sw, axis=0, return_inverse=True)[1].ravel()
+        self._path_size = np.bincount(self._path)
+        self._n_global = 0
         self._pred: dict[int, float] = {}     # row -> predicted log-time when the model chose it
         self._n_local = 0
         self.X = self._encode(self.valid)
@@ -261,6 +271,10 @@ class ForgeStrategy(Strategy):
                 score = np.where(alive, t, np.inf)
                 top = np.flatnonzero(score == score.min())
                 choice = int(top[self.rng.integers(len(top))])
+            if choice is None and self.path_floor is not None and len(self._path_size) > 1:
+                self._n_global += 1
+                if self._n_global % 2 == 0:
+                    choice = self._floor_choice(cand, alive, ei)
             if choice is None:
                 score = np.where(alive, ei, -np.inf)
                 top = np.flatnonzero(score == score.max())
@@ -274,6 +288,21 @@ class ForgeStrategy(Strategy):
                 near = np.searchsorted(cand, np.intersect1d(self._neighbours(row), cand))
                 ei[near] *= self.batch_damping
         return out
+
+    def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:
+        """Position (in cand) of the top-scored alive point of the code path sampled least relative
+        to its size, when that path holds less than `path_floor` of the overall sampled share; else
+        None. A few early points of a path that read badly make the model write the whole path off,
+        and a path's best points are not predicted by the average of a few others."""
+        share = np.bincount(self._path[self.proposed], minlength=len(self._path_size)) / self._path_size
+        on_path = self._path[cand]
+        open_paths = np.unique(on_path[alive])
+        p = open_paths[np.argmin(share[open_paths])]
+        if share[p] >= self.path_floor * self.proposed.mean():
+            return None
+        s = np.where(alive & (on_path == p), score, -np.inf)
+        top = np.flatnonzero(s == s.max())
+        return int(top[self.rng.integers(len(top))])
 
     def _elite(self, rows_obs: np.ndarray, y: np.ndarray) -> list[int]:
         """Centres for local moves: the best `n_elite` observed points."""
