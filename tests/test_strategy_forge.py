@@ -131,6 +131,8 @@ def test_unknown_acquisition_or_quantile_is_rejected_by_name(space):
         get_strategy("forge", space.enumeration, acquisition="pi")
     with pytest.raises(ForgeInputError, match="good_quantile: 1.0 is not strictly between 0 and 1"):
         get_strategy("forge", space.enumeration, good_quantile=1.0)
+    with pytest.raises(ForgeInputError, match="path_floor: -1 is not a positive share"):
+        get_strategy("forge", space.enumeration, path_floor=-1)
 
 
 def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space):
@@ -156,7 +158,6 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
     `path_floor` of the overall sampled share, the next floor slot takes that path's top-scored point;
     while every path holds its share, the floor gives the slot back (None)."""
     s = _told(space, 6, path_floor=0.75)
-    j = s._switches[0]
     starved = int(np.argmin(np.bincount(s._path[s.proposed], minlength=2) / s._path_size))
     # starve that path: forget every measured point on it but one
     on = [r for r in np.flatnonzero(s.proposed) if s._path[r] == starved][1:]
@@ -166,6 +167,6 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
     score = np.linspace(0.0, 1.0, len(cand))                      # any score; the floor takes its max
     pos = s._floor_choice(cand, alive, score)
     path_rows = np.flatnonzero(s._path[cand] == starved)
-    assert pos == path_rows[-1] and s.valid[cand[pos], j] == s.valid[cand[path_rows[0]], j]
+    assert pos == path_rows[-1]                                    # the starved path's top score
     s.path_floor = 1e-9                                            # every path above a tiny floor
     assert s._floor_choice(cand, alive, score) is None

@@ -17,13 +17,13 @@ Algorithm
    both settings of a switch) where kernel optima often sit. (A uniform start was tried and
    was worse; see benchmarks/README.md.)
 2. Then every ask: fit an extremely-randomised-trees ensemble on log(time) of what was measured
-   (failures imputed as the worst log-time seen: they cost budget, so the model should steer
-   away from their region, but they are not "infinitely slow"), clipped from above at the median
-   of the measured log-times (`cap`), predict mean and spread
-   (standard deviation across trees) for all valid unmeasured points, and rank them by the
-   probability (normal approximation from mean and spread) that their log-time falls below the
-   lower quartile of the measured ones (`acquisition="good"`, seventh pass). One slot in every `local_every` is instead given to
-   the best-predicted (lowest mean) unmeasured neighbour of the incumbent — a point differing in
+   (failures imputed as the worst log-time seen: they cost budget, so the model should steer away
+   from their region, but they are not "infinitely slow"), clipped from above at the median of the
+   measured log-times (`cap`), predict mean and spread (standard deviation across trees) for all
+   valid unmeasured points, and rank them by the probability (normal approximation from mean and
+   spread) that their log-time falls below the lower quartile of the measured ones
+   (`acquisition="good"`, seventh pass). One slot in every `local_every` is instead given to the
+   best-predicted (lowest mean) unmeasured neighbour of the incumbent — a point differing in
    exactly one parameter, any value of it: a surrogate-ranked coordinate move, exploiting the
    typical structure of kernel spaces (a few settings decide the region, then one size at a time
    is polished) when the model is still coarse.
@@ -35,7 +35,8 @@ Algorithm
    is below `rho_min`, the model cannot rank even the points it prefers — on a flat top with
    measurement noise it is fitting noise — so the batch's global (non-local) slots go to the
    valid point farthest from everything already proposed (space filling) instead of to the
-   model. The local slots continue. When the model regains skill, the model's ranking resumes. This costs no extra fit.
+   model. The local slots continue. When the model regains skill, its ranking resumes. This
+   costs no extra fit.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
 its entry says so and benchmarks/README.md has the comparison):
@@ -72,26 +73,26 @@ its entry says so and benchmarks/README.md has the comparison):
   standard deviation of 1/sqrt(15) = 0.26, so 0.2 means "less than one standard deviation of
   evidence that the model ranks better than chance"; the test is one-sided and loose on purpose,
   because wrongly exploring costs only part of one batch while trusting a model that fits noise
-  costs the rest of the budget. 16 points are 8 global + 8 local choices at `local_every=2`:
-  the fewest for which a rank correlation means something, few enough to react within a
-  50-evaluation budget. `rho_min=None` switches the check off (the first-pass behaviour).
-  These two values were set once (0.4 and 0.6 were measured in the seventh pass, not kept); whether to switch the check on at all was
-  decided by comparing on the dev spaces (the shipped GPU files and the CPU matmul), while the
-  CPU conv2d space was held out (benchmarks/README.md, "Second pass").
+  costs the rest of the budget. 16 points are 8 global + 8 local choices at `local_every=2`: the
+  fewest for which a rank correlation means something, few enough to react within a 50-evaluation
+  budget. `rho_min=None` switches the check off (the first-pass behaviour). These two values were
+  set once (0.4 and 0.6 were measured in the seventh pass, not kept); whether to switch the check
+  on at all was decided by comparing on the dev spaces (the shipped GPU files and the CPU matmul),
+  while the CPU conv2d space was held out (benchmarks/README.md, "Second pass").
 - Options kept for comparison, off by default (all compared on the dev spaces, see
   benchmarks/README.md): `acquisition="ei"` (expected improvement over the best log-time, the
   default of the first six passes); `path_floor=0.75` (every second global slot goes to the
-  top-scored point of the code path — combination of switch values — sampled least relative to
-  its size, when that path holds less than 3/4 of the overall sampled share: a few early points
-  of a path that read badly make the model write the whole path off; on convolution it lifts
-  1.32 to 1.21 at 100, but gemm misses its 1.03, and `good_quantile=0.1`, which buys gemm back,
-  puts the CPU blocked matmul below random search); `acquisition="thompson"` (each global slot takes the argmin of one
-  randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local moves rotate
-  around the best three points, the incumbent half of the time); `min_leaf=2` (smoother trees);
-  `explore="uniform"` (the reliability fallback draws uniformly instead of max-min);
-  `niches=True` (every second local move is centred on the best point on the other side of one
-  switch — an unordered or two-valued parameter — and stays there: switches select code paths,
-  and the best path need not be the one that is better on average).
+  top-scored point of the code path — combination of switch values — sampled least relative to its
+  size, when that path holds less than 3/4 of the overall sampled share: a few early points of a
+  path that read badly make the model write the whole path off; on convolution it lifts 1.32 to
+  1.21 at 100, but gemm misses its 1.03, and `good_quantile=0.1`, which buys gemm back, puts the
+  CPU blocked matmul below random search); `acquisition="thompson"` (each global slot takes the
+  argmin of one randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local
+  moves rotate around the best three points, the incumbent half of the time); `min_leaf=2`
+  (smoother trees); `explore="uniform"` (the reliability fallback draws uniformly instead of
+  max-min); `niches=True` (every second local move is centred on the best point on the other side
+  of one switch — an unordered or two-valued parameter — and stays there: switches select code
+  paths, and the best path need not be the one that is better on average).
 - `cap=0.5` (third pass): log-times above the median of the measured ones are clipped to the
   median before the fit. The model is there to rank the good points; how much slower a bad point
   is says nothing about where the optimum is, yet in squared-error splits a 20x-slower point
@@ -135,6 +136,8 @@ class ForgeStrategy(Strategy):
             raise ForgeInputError("acquisition", f"{acquisition!r} is not one of {', '.join(_ACQUISITIONS)}")
         if not 0 < good_quantile < 1:
             raise ForgeInputError("good_quantile", f"{good_quantile!r} is not strictly between 0 and 1")
+        if path_floor is not None and not path_floor > 0:
+            raise ForgeInputError("path_floor", f"{path_floor!r} is not a positive share (or None: off)")
         self.good_quantile, self.path_floor = good_quantile, path_floor
         self._switches = switch_params(self.space)
         # code path of every valid row: its combination of switch values (one path when none)
@@ -244,9 +247,9 @@ class ForgeStrategy(Strategy):
         if self.acquisition == "good":
             # probability of landing in the best `good_quantile` of what was measured (TPE's and
             # BORE's question) instead of the expected gain over the single best point
-            ei = norm.cdf((np.quantile(y, self.good_quantile) - mu) / np.maximum(sd, 1e-12))
+            acq = norm.cdf((np.quantile(y, self.good_quantile) - mu) / np.maximum(sd, 1e-12))
         else:
-            ei = _expected_improvement(mu, sd, y.min() - self.xi)
+            acq = _expected_improvement(mu, sd, y.min() - self.xi)
         elite = self._elite(rows_obs, y)
         explore = self._unreliable()
         out: list[int] = []
@@ -274,9 +277,9 @@ class ForgeStrategy(Strategy):
             if choice is None and self.path_floor is not None and len(self._path_size) > 1:
                 self._n_global += 1
                 if self._n_global % 2 == 0:
-                    choice = self._floor_choice(cand, alive, ei)
+                    choice = self._floor_choice(cand, alive, acq)
             if choice is None:
-                score = np.where(alive, ei, -np.inf)
+                score = np.where(alive, acq, -np.inf)
                 top = np.flatnonzero(score == score.max())
                 choice = int(top[self.rng.integers(len(top))]) if len(top) > 1 else int(top[0])
             alive[choice] = False
@@ -286,7 +289,7 @@ class ForgeStrategy(Strategy):
             out.append(row)
             if n > 1:
                 near = np.searchsorted(cand, np.intersect1d(self._neighbours(row), cand))
-                ei[near] *= self.batch_damping
+                acq[near] *= self.batch_damping
         return out
 
     def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:
