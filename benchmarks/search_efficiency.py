@@ -43,6 +43,7 @@ sys.path.insert(0, str(ROOT))
 from forge.backends.replay import ReplayData, load_cache  # noqa: E402
 from forge.search.random_baseline import expected_best_random, score  # noqa: E402
 from forge.search.replay_run import run_replay  # noqa: E402
+from forge.search.strategies import check_strategy_options  # noqa: E402
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
 # optuna-gp is left out of the default list: GPSampler needs torch and took ~2 s per trial here
@@ -167,7 +168,11 @@ def main(argv: list[str] | None = None) -> int:
     if a.seeds < 1 or a.first_seed < 0:
         ap.error(f"--seeds must be >= 1 and --first-seed >= 0 (got {a.seeds}, {a.first_seed})")
     FORGE_OPTIONS.clear()
-    FORGE_OPTIONS.update(json.loads(a.forge_options))
+    try:
+        FORGE_OPTIONS.update(json.loads(a.forge_options))
+        check_strategy_options("forge", FORGE_OPTIONS, "--forge-options")
+    except (ValueError, TypeError) as exc:   # JSONDecodeError and ForgeInputError are ValueErrors
+        ap.error(str(exc))
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
     budgets = [int(b) for b in a.budgets.split(",")]
     bmax = max(budgets)

@@ -75,6 +75,8 @@ def tune(
     time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
     patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
     sampler: Optional[str] = typer.Option(None, help=" | ".join(("forge", *OPTUNA_SAMPLERS))),
+    sampler_options: Optional[str] = typer.Option(None, help="the sampler's own options, e.g. path_floor=0.75,"
+                                                  "acquisition=ei (a wrong name lists the allowed ones)"),
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),
@@ -94,6 +96,7 @@ def tune(
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
              "ray_address": ray_address, "measure": measure, "reps": reps, "timeout": timeout,
              "top_k": top_k, "bank": False if no_bank else None}
+    options = parse_pairs(sampler_options, "--sampler-options")
     attrs = parse_pairs(attr, "--attr")
     if causal is not None:
         attrs["causal"] = causal
@@ -109,6 +112,8 @@ def tune(
             cfg.attrs = {**cfg.attrs, **attrs}
         if space:
             cfg.space = {**cfg.space, **parse_pairs(space, "--space")}
+        if options:
+            cfg.sampler_options = _checked_options(cfg.sampler, {**cfg.sampler_options, **options})
         settings = cfg.settings()
     else:
         if not op:
@@ -122,11 +127,22 @@ def tune(
             if not dims:
                 raise ForgeInputError("--shape", f"missing; {op} needs {', '.join(get_op(op).dims)}")
             err.print(f"no --shape given: using {op}'s default {','.join(f'{k}={v}' for k, v in dims.items())}")
-        settings = [make_settings(op=op, shape=dims, attrs=attrs,
+        if options:
+            options = _checked_options(sampler or "forge", options)
+        settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
     for s in settings:
         run = tuner.tune(s, console=err)
         _print_report(run)
+
+
+def _checked_options(sampler: str, options: dict[str, Any]) -> dict[str, Any]:
+    """--sampler-options checked against the sampler's schema, the error naming the flag."""
+    from forge.search.strategies import check_strategy_options, strategy_names
+
+    if sampler in strategy_names():   # an unknown sampler is reported as such by the settings
+        check_strategy_options(sampler, options, "--sampler-options")
+    return options
 
 
 def _print_report(run: Path) -> None:

@@ -9,10 +9,10 @@ from pathlib import Path
 from typing import Any, Literal
 
 import yaml
-from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from forge.errors import ForgeInputError
-from forge.search.strategies import strategy_names
+from forge.search.strategies import check_strategy_options, strategy_names
 
 
 class SearchOptions(BaseModel):
@@ -26,6 +26,8 @@ class SearchOptions(BaseModel):
     time_budget: float | None = Field(None, gt=0, description="seconds of wall time for the search")
     patience: int | None = Field(None, ge=1, description="stop after this many evaluations without improvement")
     sampler: str = "forge"
+    sampler_options: dict[str, Any] = Field(default_factory=dict,
+                                            description="the sampler's own options, e.g. path_floor: 0.75")
     seed: int = 0
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
@@ -45,6 +47,17 @@ class SearchOptions(BaseModel):
         # checked with the rest of the settings, before baselines are measured or a folder is made
         if value not in strategy_names():
             raise ValueError(f"unknown sampler; allowed: {', '.join(strategy_names())}")
+        return value
+
+    @field_validator("sampler_options")
+    @classmethod
+    def _known_options(cls, value: dict[str, Any], info: ValidationInfo) -> dict[str, Any]:
+        # a misspelt option would otherwise run the whole search on the default silently
+        if "sampler" in info.data:
+            try:
+                check_strategy_options(info.data["sampler"], value)
+            except ForgeInputError as exc:
+                raise ValueError(str(exc).removeprefix("sampler_options.")) from None
         return value
 
 

@@ -50,16 +50,11 @@ def input_seed(variant: Variant, seed: int, phase: str) -> int:
     return int.from_bytes(h[:4], "little")
 
 
-def make_strategy(name: str, enum: Enumeration, seed: int, storage: str | None) -> Strategy:
-    try:
-        from forge.search.strategies import get_strategy
-    except ImportError:
-        get_strategy = None
-    if get_strategy is not None:
-        return get_strategy(name, enum, seed, storage=storage, study_name="forge")
-    from forge.search.optuna_strategy import OptunaStrategy
+def make_strategy(settings: TuneSettings, enum: Enumeration, storage: str | None) -> Strategy:
+    from forge.search.strategies import get_strategy
 
-    return OptunaStrategy(enum, seed, sampler=name, storage=storage, study_name="forge")
+    return get_strategy(settings.sampler, enum, settings.seed, storage=storage, study_name="forge",
+                        **settings.sampler_options)
 
 
 @dataclass
@@ -313,7 +308,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     for r in recs:
         _note_result(ctx, r)
     storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
-    strategy = make_strategy(s.sampler, enum, s.seed, storage)
+    strategy = make_strategy(s, enum, storage)
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs
                          if strategy.contains(r.config) and not strategy.proposed[strategy.row(r.config)]])
     if recs:

@@ -31,6 +31,8 @@ def test_config_expands_shapes_into_settings(tmp_path):
     ("op: softmax\nshapes: [{M: 4, N: 8}]\ntrials: 0\n", "trials"),
     ("shapes: [{M: 4, N: 8}]\n", "op"),
     ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: tpx\n", "sampler"),
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {path_flor: 0.75}\n", "sampler_options"),
+    ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: tpe\nsampler_options: {cap: 0.5}\n", "sampler_options"),
 ])
 def test_bad_fields_are_named(tmp_path, text, field):
     with pytest.raises(ForgeInputError) as exc:
@@ -53,6 +55,13 @@ def test_unknown_sampler_fails_before_anything_is_measured_or_written(tmp_path):
     assert not out.exists()
 
 
+def test_sampler_options_are_kept_for_the_run_and_checked_by_value(tmp_path):
+    cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {path_floor: 0.75}\n"))
+    assert cfg.settings()[0].sampler_options == {"path_floor": 0.75}
+    with pytest.raises(ForgeInputError, match="good_quantile: Input should be less than 1"):
+        load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {good_quantile: 2}\n"))
+
+
 def test_cli_flags_override_the_file(tmp_path):
     cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\ntrials: 5\n"), {"trials": 9, "seed": None})
     assert cfg.trials == 9 and cfg.seed == 0
@@ -72,6 +81,8 @@ def test_parse_pairs():
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--target", "tpu9"], "unknown target 'tpu9'"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--executor", "slurm"], "executor"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=x"], "--shape N"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--sampler-options", "cap=2"], "--sampler-options.cap"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--sampler-options", "nope=1"], "not an option of forge"),
     (["report", "/nonexistent/run"], "not a forge run folder"),
 ])
 def test_cli_errors_exit_2_and_name_the_field(args, needle):

@@ -180,6 +180,17 @@ def test_cli_replay(tmp_path):
     assert bad.exit_code == 2 and "unknown strategy" in bad.output
 
 
+def test_cli_replay_strategy_options(tmp_path):
+    path = write_cache(tmp_path / "toy.json.gz", gz=True)
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--budget", "20", "--seeds", "2",
+                                      "--options", "acquisition=ei,cap=null"])
+    assert res.exit_code == 0, res.output
+    assert "options acquisition=ei, cap=None" in res.output
+    typo = CliRunner().invoke(_app(), ["replay", str(path), "--options", "acquistion=ei"])
+    assert typo.exit_code == 2 and "--options.acquistion: not an option of forge" in typo.output
+    assert "acquisition" in typo.output.split("allowed:")[1]
+
+
 def test_cli_export_round_trips(tmp_path):
     src = write_cache(tmp_path / "toy.json", gz=False)
     out = tmp_path / "copy.json.gz"

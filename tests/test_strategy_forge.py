@@ -126,13 +126,31 @@ def test_cap_clips_training_targets_at_the_quantile(space):
     assert y.max() == pytest.approx(np.quantile(y_raw, 0.5)) and y.min() == y_raw.min()
 
 
-def test_unknown_acquisition_or_quantile_is_rejected_by_name(space):
-    with pytest.raises(ForgeInputError, match="acquisition: 'pi' is not one of ei, good, thompson, mixed"):
-        get_strategy("forge", space.enumeration, acquisition="pi")
-    with pytest.raises(ForgeInputError, match="good_quantile: 1.0 is not strictly between 0 and 1"):
-        get_strategy("forge", space.enumeration, good_quantile=1.0)
-    with pytest.raises(ForgeInputError, match="path_floor: -1 is not a positive share"):
-        get_strategy("forge", space.enumeration, path_floor=-1)
+@pytest.mark.parametrize("opts,needle", [
+    ({"acquisition": "pi"}, "sampler_options.acquisition: Input should be 'good', 'ei', 'thompson' or 'mixed' (got 'pi')"),
+    ({"good_quantile": 1.0}, "sampler_options.good_quantile: Input should be less than 1 (got 1.0)"),
+    ({"path_floor": -1}, "sampler_options.path_floor: Input should be greater than 0 (got -1)"),
+    ({"path_flor": 0.75}, "sampler_options.path_flor: not an option of forge; allowed: acquisition, "),
+])
+def test_bad_or_unknown_option_is_rejected_by_name(space, opts, needle):
+    """A misspelt option must not run the whole search on the default silently."""
+    with pytest.raises(ForgeInputError) as exc:
+        get_strategy("forge", space.enumeration, **opts)
+    assert needle in str(exc.value)
+
+
+def test_strategies_without_options_reject_any(space):
+    for name in ("random", "optuna-tpe"):
+        with pytest.raises(ForgeInputError, match=f"sampler_options.cap: not an option of .*; allowed: none"):
+            get_strategy(name, space.enumeration, cap=0.5)
+    get_strategy("optuna-tpe", space.enumeration, storage=None, study_name="s")   # where a study lives is not an option
+
+
+def test_options_reach_the_strategy(space):
+    """An option given by name changes the proposals exactly as the constructor argument does."""
+    ei = run_replay(space, "forge", 40, seed=3, acquisition="ei").proposals
+    assert ei != run_replay(space, "forge", 40, seed=3).proposals
+    assert get_strategy("forge", space.enumeration, acquisition="ei").acquisition == "ei"
 
 
 def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space):

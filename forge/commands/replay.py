@@ -22,11 +22,15 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
            budget: int = typer.Option(100, "--budget", "-b", help="unique valid evaluations per run"),
            seeds: int = typer.Option(25, "--seeds", help="runs with seeds 0..seeds-1"),
            batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)"),
+           options: str | None = typer.Option(None, "--options", help="the strategy's options, e.g. "
+                                              "path_floor=0.75,acquisition=ei"),
            export: Path | None = typer.Option(None, "--export", help="write the space as a Kernel Tuner "
                                               "cache file (.json or .json.gz) and exit")) -> None:
     """Replay a search strategy over a brute-forced tuning space and score it."""
     from forge.backends.replay import load_cache
+    from forge.cli import parse_pairs
     from forge.search.random_baseline import expected_best_random, score
+    from forge.search.strategies import check_strategy_options
     from forge.search.replay_run import run_replay
 
     try:
@@ -39,8 +43,10 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         if export is not None:
             _export(cachefile, export)
             return
+        opts = parse_pairs(options, "--options")
+        check_strategy_options(strategy, opts, "--options")
         data = load_cache(cachefile)
-        results = [run_replay(data, strategy, budget, seed=s, batch=batch) for s in range(seeds)]
+        results = [run_replay(data, strategy, budget, seed=s, batch=batch, **opts) for s in range(seeds)]
     except ForgeInputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
@@ -50,7 +56,8 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     fails = sum(r.failures for r in results)
     typer.echo(f"space      {data.name}  ({data.kernel} on {data.device}): {len(data.time_s)} valid points, "
                f"{len(data.time_s) - data.n_ok} failed, optimum {opt * 1e3:.4g} ms")
-    typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {seeds} seeds, batch {batch}")
+    typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {seeds} seeds, batch {batch}"
+               + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
     typer.echo(f"best/optimum  {mean_best / opt:.4f}   (exact random expectation {rnd / opt:.4f})")
     typer.echo(f"score         {score(mean_best, rnd, opt):.4f}   ((random - strategy)/(random - optimum); "
                "0 = random, 1 = optimum)")

@@ -39,7 +39,9 @@ Algorithm
    costs no extra fit.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
-its entry says so and benchmarks/README.md has the comparison):
+its entry says so and benchmarks/README.md has the comparison). Each is a field of `ForgeOptions`,
+set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` or `--options` of
+`forge replay`; an unknown name or a value out of range is an input error naming it.
 - `n_init=10`: enough points for the first trees to split on the strongest few parameters of a
   10–15-parameter space, while leaving 60 %+ of even a 25-evaluation budget to the model. It is
   about half of Kernel Tuner bayes_opt's 20-point LHS, because trees need fewer points than a GP.
@@ -107,38 +109,53 @@ Deterministic for a fixed seed: every random draw comes from the seeded generato
 """
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import norm
 from sklearn.ensemble import ExtraTreesRegressor
 
-from forge.errors import ForgeInputError
 from forge.search.strategy import Strategy
+
+
+class ForgeOptions(BaseModel):
+    """ForgeStrategy's options (`sampler_options` in a tune config, `--options` of `forge replay`);
+    the module docstring says why each default is what it is."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    n_init: int = Field(10, ge=1, description="space-filling points before the first model")
+    n_trees: int = Field(24, ge=2, description="trees in the ensemble (their spread is the uncertainty)")
+    local_every: int = Field(2, ge=0, description="one slot in this many is a local move; 0: none")
+    xi: float = Field(0.0, ge=0, description="EI's exploration margin (acquisition='ei' only)")
+    batch_damping: float = Field(0.5, gt=0, le=1, description="score factor for neighbours of a chosen point")
+    max_rank: int = Field(50000, ge=1, description="unmeasured points ranked exactly per step")
+    acquisition: Literal["good", "ei", "thompson", "mixed"] = "good"
+    n_elite: int = Field(1, ge=1, description="best points local moves rotate around")
+    rho_min: float | None = Field(0.2, ge=-1, le=1, description="model-skill floor (Spearman); None: off")
+    rho_window: int = Field(16, ge=3, description="recent model choices the skill check uses")
+    min_leaf: int = Field(1, ge=1, description="smallest tree leaf")
+    explore: Literal["maxmin", "uniform"] = "maxmin"
+    niches: bool = False
+    cap: float | None = Field(0.5, gt=0, le=1, description="clip log-times at this quantile; None: off")
+    good_quantile: float = Field(0.25, gt=0, lt=1, description="'good' acquisition: the best share asked for")
+    path_floor: float | None = Field(None, gt=0, description="code-path sampling floor; None: off")
 
 
 class ForgeStrategy(Strategy):
     name = "forge"
+    Options = ForgeOptions
 
-    def __init__(self, enumeration, seed: int = 0, *, n_init: int = 10, n_trees: int = 24,
-                 local_every: int = 2, xi: float = 0.0, batch_damping: float = 0.5,
-                 max_rank: int = 50000, acquisition: str = "good", n_elite: int = 1,
-                 rho_min: float | None = 0.2, rho_window: int = 16, min_leaf: int = 1,
-                 explore: str = "maxmin", niches: bool = False, cap: float | None = 0.5,
-                 good_quantile: float = 0.25, path_floor: float | None = None, **options: Any):
+    def __init__(self, enumeration, seed: int = 0, **options: Any):
         super().__init__(enumeration, seed, **options)
-        self.n_init, self.n_trees, self.local_every = n_init, n_trees, local_every
-        self.xi, self.batch_damping, self.max_rank = xi, batch_damping, max_rank
-        self.acquisition, self.n_elite, self.min_leaf = acquisition, n_elite, min_leaf
-        self.rho_min, self.rho_window, self.explore = rho_min, rho_window, explore
-        self.niches, self.cap = niches, cap
-        if acquisition not in _ACQUISITIONS:
-            raise ForgeInputError("acquisition", f"{acquisition!r} is not one of {', '.join(_ACQUISITIONS)}")
-        if not 0 < good_quantile < 1:
-            raise ForgeInputError("good_quantile", f"{good_quantile!r} is not strictly between 0 and 1")
-        if path_floor is not None and not path_floor > 0:
-            raise ForgeInputError("path_floor", f"{path_floor!r} is not a positive share (or None: off)")
-        self.good_quantile, self.path_floor = good_quantile, path_floor
+        o = self.options
+        self.n_init, self.n_trees, self.local_every = o.n_init, o.n_trees, o.local_every
+        self.xi, self.batch_damping, self.max_rank = o.xi, o.batch_damping, o.max_rank
+        self.acquisition, self.n_elite, self.min_leaf = o.acquisition, o.n_elite, o.min_leaf
+        self.rho_min, self.rho_window, self.explore = o.rho_min, o.rho_window, o.explore
+        self.niches, self.cap = o.niches, o.cap
+        self.good_quantile, self.path_floor = o.good_quantile, o.path_floor
         self._switches = switch_params(self.space)
         # code path of every valid row: its combination of switch values (one path when none)
         sw = self.valid[:, self._switches] if self._switches else np.zeros((len(self.valid), 1), np.int64)
@@ -363,7 +380,6 @@ def switch_params(space) -> list[int]:
     return [j for j, p in enumerate(space.params) if len(p.values) > 1 and (not p.ordered or len(p.values) == 2)]
 
 
-_ACQUISITIONS = ("ei", "good", "thompson", "mixed")
 _ROTATION = (0, 1, 0, 2)   # local-move centres: incumbent half the time, 2nd and 3rd best a quarter each
 
 

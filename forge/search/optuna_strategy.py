@@ -58,8 +58,8 @@ def make_sampler(name: str, seed: int, distributions: dict[str, BaseDistribution
 class OptunaStrategy(Strategy):
     def __init__(self, enumeration: Enumeration, seed: int = 0, sampler: str = "tpe",
                  storage: str | None = None, study_name: str | None = None, **options: Any):
-        super().__init__(enumeration, seed, **options)
         self.name = sampler
+        super().__init__(enumeration, seed, **options)
         self.distributions: dict[str, BaseDistribution] = {}
         for p in self.space.params:
             n = len(p.values)

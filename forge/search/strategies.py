@@ -12,7 +12,7 @@ import importlib
 from typing import Any
 
 from forge.errors import ForgeInputError
-from forge.search.strategy import Strategy
+from forge.search.strategy import Strategy, parse_options
 from forge.space import Enumeration
 
 OPTUNA_SAMPLERS = ("tpe", "tpe-multivariate", "cmaes", "gp", "qmc", "qmc-scrambled", "random", "grid")
@@ -34,11 +34,11 @@ def _optuna_sampler(name: str) -> str | None:
     return None
 
 
-def get_strategy(name: str, enumeration: Enumeration, seed: int = 0, **opts: Any) -> Strategy:
-    """Instantiate a strategy by name over an enumerated valid space."""
+def strategy_class(name: str) -> tuple[type[Strategy], dict[str, Any]]:
+    """The class behind a registry name, and the fixed arguments the name stands for."""
     if name in NATIVE:
         module, cls = NATIVE[name].split(":")
-        return getattr(importlib.import_module(module), cls)(enumeration, seed, **opts)
+        return getattr(importlib.import_module(module), cls), {}
     sampler = _optuna_sampler(name)
     if sampler is None:
         raise ForgeInputError("strategy", f"unknown strategy {name!r}; allowed: {', '.join(strategy_names())}")
@@ -47,4 +47,21 @@ def get_strategy(name: str, enumeration: Enumeration, seed: int = 0, **opts: Any
     except ImportError as exc:
         raise ForgeInputError("strategy", f"{name!r} needs forge.search.optuna_strategy, which is not "
                               f"available here ({exc})") from None
-    return OptunaStrategy(enumeration, seed, sampler=sampler, **opts)
+    return OptunaStrategy, {"sampler": sampler}
+
+
+def check_strategy_options(name: str, options: dict[str, Any], field: str = "sampler_options") -> None:
+    """Checks a strategy's options before anything is measured or written (a ForgeInputError
+    naming `field.<option>` and what is allowed)."""
+    cls, _ = strategy_class(name)
+    parse_options(cls.Options, options, name, field)
+
+
+def get_strategy(name: str, enumeration: Enumeration, seed: int = 0, *, storage: str | None = None,
+                 study_name: str | None = None, **opts: Any) -> Strategy:
+    """Instantiate a strategy by name over an enumerated valid space. `storage`/`study_name` are
+    where an Optuna study persists (resume); strategies that keep no study ignore them."""
+    cls, fixed = strategy_class(name)
+    if "sampler" in fixed:
+        fixed = {**fixed, "storage": storage, "study_name": study_name}
+    return cls(enumeration, seed, **fixed, **opts)

@@ -7,22 +7,31 @@ hard constraint and no budget is spent on infeasible points. Values are seconds 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any
+from typing import Any, ClassVar
 
 import numpy as np
+from pydantic import BaseModel, ConfigDict, ValidationError
 
+from forge.errors import ForgeInputError
 from forge.space import Enumeration, Space
+
+
+class NoOptions(BaseModel):
+    """A strategy with no options of its own: any option given is a typo."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
 
 
 class Strategy(ABC):
     name: str = ""
+    Options: ClassVar[type[BaseModel]] = NoOptions
 
     def __init__(self, enumeration: Enumeration, seed: int = 0, **options: Any):
         self.enum = enumeration
         self.space: Space = enumeration.space
         self.seed = seed
         self.rng = np.random.default_rng(seed)
-        self.options = options
+        self.options = parse_options(self.Options, options, self.name)
         self.sizes = np.array([len(p.values) for p in self.space.params], dtype=np.int64)
         self.valid = enumeration.valid.astype(np.int64)
         self.valid_flat = self._flat(self.valid)
@@ -91,3 +100,19 @@ class Strategy(ABC):
             return None
         r, v = min(ok, key=lambda x: x[1])
         return self.config(r), v
+
+
+def parse_options(model: type[BaseModel], options: dict[str, Any], strategy: str,
+                  field: str = "sampler_options") -> BaseModel:
+    """A strategy's options checked against its schema; the first bad one is a ForgeInputError
+    naming `field.<option>` and what is allowed, so a typo never passes silently as a default."""
+    try:
+        return model(**options)
+    except ValidationError as exc:
+        err = exc.errors()[0]
+        name = ".".join(str(x) for x in err["loc"])
+        if err["type"] == "extra_forbidden":
+            allowed = ", ".join(sorted(model.model_fields)) or "none"
+            raise ForgeInputError(f"{field}.{name}", f"not an option of {strategy or 'this strategy'}; "
+                                                     f"allowed: {allowed}") from None
+        raise ForgeInputError(f"{field}.{name}", f"{err['msg']} (got {err['input']!r})") from None
