@@ -162,6 +162,8 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--no-kt", action="store_true")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
     ap.add_argument("--markdown", help="also write the table to this file")
+    ap.add_argument("--se", action="store_true",
+                    help="also print each mean's standard error over the seeds (best/opt ± se)")
     ap.add_argument("--forge-options", default="{}",
                     help='JSON dict of ForgeStrategy options, e.g. \'{"acquisition": "thompson"}\'')
     a = ap.parse_args(argv)
@@ -225,10 +227,12 @@ def main(argv: list[str] | None = None) -> int:
             cells = []
             for b in budgets:
                 m = float(tr[:, b - 1].mean())
-                cells.append(f"{m/opt:.3f} ({score(m, rnd[b], opt):.3f})")
+                se = f" ± {tr[:, b - 1].std(ddof=1) / np.sqrt(len(tr)) / opt:.3f}" if a.se and len(tr) > 1 else ""
+                cells.append(f"{m/opt:.3f}{se} ({score(m, rnd[b], opt):.3f})")
             lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
-    print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better); score = "
+    print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better)"
+          + ("; ± its standard error over the seeds" if a.se else "") + "; score = "
           f"(random - strategy)/(random - optimum) with random's exact expectation\n")
     print(table)
     print(f"\ntotal {time.time()-t_all:.0f} s")

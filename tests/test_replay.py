@@ -289,3 +289,16 @@ def test_space_anatomy_bad_budgets_or_seeds_are_usage_errors(args, needle, capsy
     with pytest.raises(SystemExit) as exc:
         anatomy.main([space, *args])
     assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_search_efficiency_standard_error_is_over_the_seeds(tmp_path, capsys):
+    """--se prints each mean's standard error: the sample deviation of the seeds' best over sqrt(seeds)."""
+    path = write_cache(tmp_path / "toy.json")
+    efficiency = _benchmark_module("search_efficiency")
+    efficiency.main([str(path), "--seeds", "3", "--strategies", "random", "--no-kt", "--jobs", "1",
+                     "--budgets", "2", "--se", "--markdown", str(tmp_path / "t.md")])
+    data = load_cache(path)
+    best = np.array([run_replay(data, "random", 2, seed=s).trace[1] for s in range(3)]) / data.optimum_s
+    row = next(line for line in (tmp_path / "t.md").read_text().splitlines() if "| random |" in line)
+    assert f"{best.mean():.3f} ± {best.std(ddof=1) / np.sqrt(3):.3f} (" in row
+    assert "± its standard error over the seeds" in capsys.readouterr().out
