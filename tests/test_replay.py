@@ -182,10 +182,13 @@ def test_cli_replay(tmp_path):
 
 def test_cli_replay_strategy_options(tmp_path):
     path = write_cache(tmp_path / "toy.json.gz", gz=True)
-    res = CliRunner().invoke(_app(), ["replay", str(path), "--budget", "20", "--seeds", "2",
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--budget", "5", "--seeds", "2",
                                       "--options", "acquisition=ei,cap=null"])
     assert res.exit_code == 0, res.output
     assert "options acquisition=ei, cap=None" in res.output
+    data = load_cache(path)
+    best = np.array([run_replay(data, "forge", 5, seed=s, acquisition="ei", cap=None).best_s for s in (0, 1)])
+    assert f"best/optimum  {best.mean() / data.optimum_s:.4f} ± {best.std(ddof=1) / np.sqrt(2) / data.optimum_s:.4f}" in res.output
     typo = CliRunner().invoke(_app(), ["replay", str(path), "--options", "acquistion=ei"])
     assert typo.exit_code == 2 and "--options.acquistion: not an option of forge" in typo.output
     assert "acquisition" in typo.output.split("allowed:")[1]

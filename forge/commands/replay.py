@@ -51,14 +51,18 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
     opt = data.optimum_s
-    mean_best = float(np.mean([r.best_s for r in results]))
+    bests = np.array([r.best_s for r in results])
+    mean_best = float(bests.mean())
+    # the standard error says how far apart two strategies' means must be to mean anything
+    se = f" ± {bests.std(ddof=1) / np.sqrt(seeds) / opt:.4f}" if seeds > 1 else ""
     rnd = expected_best_random(data.time_s, 0, budget)
     fails = sum(r.failures for r in results)
     typer.echo(f"space      {data.name}  ({data.kernel} on {data.device}): {len(data.time_s)} valid points, "
                f"{len(data.time_s) - data.n_ok} failed, optimum {opt * 1e3:.4g} ms")
     typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {seeds} seeds, batch {batch}"
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
-    typer.echo(f"best/optimum  {mean_best / opt:.4f}   (exact random expectation {rnd / opt:.4f})")
+    typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
+               f"exact random expectation {rnd / opt:.4f})")
     typer.echo(f"score         {score(mean_best, rnd, opt):.4f}   ((random - strategy)/(random - optimum); "
                "0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
