@@ -113,7 +113,8 @@ def tune(
         if space:
             cfg.space = {**cfg.space, **parse_pairs(space, "--space")}
         if options:
-            cfg.sampler_options = _checked_options(cfg.sampler, {**cfg.sampler_options, **options})
+            cfg.sampler_options = {**cfg.sampler_options, **options}
+            _check_options(cfg.sampler, cfg.sampler_options)
         settings = cfg.settings()
     else:
         if not op:
@@ -127,8 +128,7 @@ def tune(
             if not dims:
                 raise ForgeInputError("--shape", f"missing; {op} needs {', '.join(get_op(op).dims)}")
             err.print(f"no --shape given: using {op}'s default {','.join(f'{k}={v}' for k, v in dims.items())}")
-        if options:
-            options = _checked_options(sampler or "forge", options)
+        _check_options(sampler or "forge", options)
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
     for s in settings:
@@ -136,13 +136,12 @@ def tune(
         _print_report(run)
 
 
-def _checked_options(sampler: str, options: dict[str, Any]) -> dict[str, Any]:
+def _check_options(sampler: str, options: dict[str, Any]) -> None:
     """--sampler-options checked against the sampler's schema, the error naming the flag."""
     from forge.search.strategies import check_strategy_options, strategy_names
 
-    if sampler in strategy_names():   # an unknown sampler is reported as such by the settings
+    if options and sampler in strategy_names():   # an unknown sampler is reported by the settings
         check_strategy_options(sampler, options, "--sampler-options")
-    return options
 
 
 def _print_report(run: Path) -> None:

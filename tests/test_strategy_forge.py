@@ -121,7 +121,7 @@ def test_niches_centre_local_moves_on_the_other_side_of_a_switch(space):
 def test_cap_clips_training_targets_at_the_quantile(space):
     s = _told(space, 4, cap=None)
     _, y_raw = s._training()
-    s.cap = 0.5
+    s.options = s.options.model_copy(update={"cap": 0.5})
     _, y = s._training()
     assert y.max() == pytest.approx(np.quantile(y_raw, 0.5)) and y.min() == y_raw.min()
 
@@ -150,7 +150,7 @@ def test_options_reach_the_strategy(space):
     """An option given by name changes the proposals exactly as the constructor argument does."""
     ei = run_replay(space, "forge", 40, seed=3, acquisition="ei").proposals
     assert ei != run_replay(space, "forge", 40, seed=3).proposals
-    assert get_strategy("forge", space.enumeration, acquisition="ei").acquisition == "ei"
+    assert get_strategy("forge", space.enumeration, acquisition="ei").options.acquisition == "ei"
 
 
 def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space):
@@ -158,11 +158,11 @@ def test_good_acquisition_takes_the_point_most_likely_in_the_best_quantile(space
     model gives the highest probability of beating the `good_quantile` of the measured log-times."""
     s = _told(space, 5, acquisition="good", local_every=0, rho_min=None, path_floor=None)
     rows_obs, y = s._training()
-    threshold = np.quantile(y, s.good_quantile)
+    threshold = np.quantile(y, s.options.good_quantile)
     state = s.rng.bit_generator.state
     model_seed = int(s.rng.integers(2**31 - 1))                    # the draw ask() makes first
     s.rng.bit_generator.state = state
-    model = ExtraTreesRegressor(n_estimators=s.n_trees, min_samples_leaf=1, max_features=1.0,
+    model = ExtraTreesRegressor(n_estimators=s.options.n_trees, min_samples_leaf=1, max_features=1.0,
                                 random_state=model_seed, n_jobs=1).fit(s.X[rows_obs], y)
     free = np.flatnonzero(~s.proposed)
     per_tree = np.stack([t.predict(s.X[free]) for t in model.estimators_])
@@ -186,5 +186,5 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
     pos = s._floor_choice(cand, alive, score)
     path_rows = np.flatnonzero(s._path[cand] == starved)
     assert pos == path_rows[-1]                                    # the starved path's top score
-    s.path_floor = 1e-9                                            # every path above a tiny floor
+    s.options = s.options.model_copy(update={"path_floor": 1e-9})   # every path above a tiny floor
     assert s._floor_choice(cand, alive, score) is None

@@ -146,16 +146,10 @@ class ForgeOptions(BaseModel):
 class ForgeStrategy(Strategy):
     name = "forge"
     Options = ForgeOptions
+    options: ForgeOptions
 
     def __init__(self, enumeration, seed: int = 0, **options: Any):
         super().__init__(enumeration, seed, **options)
-        o = self.options
-        self.n_init, self.n_trees, self.local_every = o.n_init, o.n_trees, o.local_every
-        self.xi, self.batch_damping, self.max_rank = o.xi, o.batch_damping, o.max_rank
-        self.acquisition, self.n_elite, self.min_leaf = o.acquisition, o.n_elite, o.min_leaf
-        self.rho_min, self.rho_window, self.explore = o.rho_min, o.rho_window, o.explore
-        self.niches, self.cap = o.niches, o.cap
-        self.good_quantile, self.path_floor = o.good_quantile, o.path_floor
         self._switches = switch_params(self.space)
         # code path of every valid row: its combination of switch values (one path when none)
         sw = self.valid[:, self._switches] if self._switches else np.zeros((len(self.valid), 1), np.int64)
@@ -187,7 +181,7 @@ class ForgeStrategy(Strategy):
             free = ~self.proposed
             if not free.any():
                 break
-            if self._n_measured() < self.n_init:
+            if self._n_measured() < self.options.n_init:
                 row = self._space_filling()
             else:
                 row = None
@@ -208,7 +202,7 @@ class ForgeStrategy(Strategy):
 
     # -- phase 1: space filling ------------------------------------------------------------------
     def _space_filling(self) -> int | None:
-        if self._n_measured() >= self.n_init:
+        if self._n_measured() >= self.options.n_init:
             return None
         free = np.flatnonzero(~self.proposed)
         if not self.proposed.any():
@@ -233,8 +227,8 @@ class ForgeStrategy(Strategy):
         if ok.any():
             y[ok] = np.log([vals[i] for i in np.flatnonzero(ok)])
             y[~ok] = y[ok].max()
-            if self.cap is not None:
-                y = np.minimum(y, np.quantile(y, self.cap))
+            if self.options.cap is not None:
+                y = np.minimum(y, np.quantile(y, self.options.cap))
         return rows, y
 
     def _neighbours(self, row: int) -> np.ndarray:
@@ -249,24 +243,24 @@ class ForgeStrategy(Strategy):
             for r in pick:
                 self.proposed[int(r)] = True
             return [int(r) for r in pick]
-        model = ExtraTreesRegressor(n_estimators=self.n_trees, min_samples_leaf=self.min_leaf, max_features=1.0,
+        model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf, max_features=1.0,
                                     random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
         model.fit(self.X[rows_obs], y)
         best_row = int(rows_obs[np.argmin(y)])
         cand = free
-        if len(cand) > self.max_rank:
-            cand = np.union1d(self.rng.choice(free, self.max_rank, replace=False),
+        if len(cand) > self.options.max_rank:
+            cand = np.union1d(self.rng.choice(free, self.options.max_rank, replace=False),
                               np.intersect1d(self._neighbours(best_row), free))
         Xc = np.ascontiguousarray(self.X[cand])
         # tree_.predict skips sklearn's per-call input validation (same numbers, ~2x faster here)
         per_tree = np.stack([t.tree_.predict(Xc).reshape(len(Xc), -1)[:, 0] for t in model.estimators_])
         mu, sd = per_tree.mean(0), per_tree.std(0)
-        if self.acquisition == "good":
+        if self.options.acquisition == "good":
             # probability of landing in the best `good_quantile` of what was measured (TPE's and
             # BORE's question) instead of the expected gain over the single best point
-            acq = norm.cdf((np.quantile(y, self.good_quantile) - mu) / np.maximum(sd, 1e-12))
+            acq = norm.cdf((np.quantile(y, self.options.good_quantile) - mu) / np.maximum(sd, 1e-12))
         else:
-            acq = _expected_improvement(mu, sd, y.min() - self.xi)
+            acq = _expected_improvement(mu, sd, y.min() - self.options.xi)
         elite = self._elite(rows_obs, y)
         explore = self._unreliable()
         out: list[int] = []
@@ -274,7 +268,7 @@ class ForgeStrategy(Strategy):
         for _ in range(min(n, len(cand))):
             self._asked += 1
             choice = None
-            if self.local_every and self._asked % self.local_every == 0:
+            if self.options.local_every and self._asked % self.options.local_every == 0:
                 centre, keep = self._local_centre(elite, rows_obs)
                 self._n_local += 1
                 nb = np.intersect1d(self._neighbours(centre), cand[alive])
@@ -285,13 +279,13 @@ class ForgeStrategy(Strategy):
                     choice = int(pos[np.argmin(mu[pos])])
             if choice is None and explore:
                 choice = self._far_point(cand, alive)
-            if choice is None and (self.acquisition == "thompson" or
-                                   (self.acquisition == "mixed" and self._asked % 4 != 1)):
+            if choice is None and (self.options.acquisition == "thompson" or
+                                   (self.options.acquisition == "mixed" and self._asked % 4 != 1)):
                 t = per_tree[int(self.rng.integers(len(per_tree)))]
                 score = np.where(alive, t, np.inf)
                 top = np.flatnonzero(score == score.min())
                 choice = int(top[self.rng.integers(len(top))])
-            if choice is None and self.path_floor is not None and len(self._path_size) > 1:
+            if choice is None and self.options.path_floor is not None and len(self._path_size) > 1:
                 self._n_global += 1
                 if self._n_global % 2 == 0:
                     choice = self._floor_choice(cand, alive, acq)
@@ -306,7 +300,7 @@ class ForgeStrategy(Strategy):
             out.append(row)
             if n > 1:
                 near = np.searchsorted(cand, np.intersect1d(self._neighbours(row), cand))
-                acq[near] *= self.batch_damping
+                acq[near] *= self.options.batch_damping
         return out
 
     def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:
@@ -318,7 +312,7 @@ class ForgeStrategy(Strategy):
         on_path = self._path[cand]
         open_paths = np.unique(on_path[alive])
         p = open_paths[np.argmin(share[open_paths])]
-        if share[p] >= self.path_floor * self.proposed.mean():
+        if share[p] >= self.options.path_floor * self.proposed.mean():
             return None
         s = np.where(alive & (on_path == p), score, -np.inf)
         top = np.flatnonzero(s == s.max())
@@ -326,7 +320,7 @@ class ForgeStrategy(Strategy):
 
     def _elite(self, rows_obs: np.ndarray, y: np.ndarray) -> list[int]:
         """Centres for local moves: the best `n_elite` observed points."""
-        order = np.argsort(y, kind="stable")[: max(1, self.n_elite)]
+        order = np.argsort(y, kind="stable")[: max(1, self.options.n_elite)]
         return [int(rows_obs[i]) for i in order]
 
     def _local_centre(self, elite: list[int], rows_obs: np.ndarray) -> tuple[int, int | None]:
@@ -337,7 +331,7 @@ class ForgeStrategy(Strategy):
         a different code path, and the best path is not always the one that is better on average,
         which is what both the surrogate and the incumbent's neighbourhood follow."""
         k = self._n_local
-        if not self.niches or k % 2 == 0 or not self._switches:
+        if not self.options.niches or k % 2 == 0 or not self._switches:
             return elite[_ROTATION[k % len(_ROTATION)] % len(elite)], None
         inc = elite[0]
         j = self._switches[(k // 2) % len(self._switches)]
@@ -352,17 +346,17 @@ class ForgeStrategy(Strategy):
         """Prequential check: rank correlation between what the model predicted for its last
         `rho_window` choices and what they measured. Below `rho_min` the ranking is no better than
         chance among the points it prefers, so global slots go to coverage instead."""
-        if self.rho_min is None:
+        if self.options.rho_min is None:
             return False
         pts = [(self._pred[r], v) for r, v in self.observed.items() if r in self._pred and v is not None]
-        pts = pts[-self.rho_window:]
-        if len(pts) < self.rho_window:
+        pts = pts[-self.options.rho_window:]
+        if len(pts) < self.options.rho_window:
             return False
         p, v = np.array(pts).T
         if np.ptp(p) == 0 or np.ptp(v) == 0:
             return True
         rho = np.corrcoef(np.argsort(np.argsort(p)), np.argsort(np.argsort(v)))[0, 1]
-        return bool(rho < self.rho_min)
+        return bool(rho < self.options.rho_min)
 
     def _far_point(self, cand: np.ndarray, alive: np.ndarray) -> int | None:
         """Position (in cand) of the alive candidate farthest from every proposed point, over a
@@ -370,7 +364,7 @@ class ForgeStrategy(Strategy):
         pos = np.flatnonzero(alive)
         if not len(pos):
             return None
-        if self.explore == "uniform":
+        if self.options.explore == "uniform":
             return int(pos[self.rng.integers(len(pos))])
         return int(pos[self._farthest(cand[pos], 2048)])
 
