@@ -39,7 +39,8 @@ Algorithm
    costs no extra fit.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
-its entry says so and benchmarks/README.md has the comparison). Each is a field of `ForgeOptions`,
+its entry says so and benchmarks/README.md has the comparison; its tenth pass moves each one on
+its own, on all three shipped spaces). Each is a field of `ForgeOptions`,
 set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` or `--options` of
 `forge replay`; an unknown name or a value out of range is an input error naming it.
 - `n_init=10`: enough points for the first trees to split on the strongest few parameters of a
