@@ -69,8 +69,8 @@ def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
 
 @pytest.mark.slow
 def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
-    """With the lead's tuner: a second tune of the same problem is served by the bank."""
-    tuner = pytest.importorskip("forge.tuner")
+    """A second tune of the same problem is served by the bank."""
+    from forge import tuner
     from forge.config import TuneSettings
 
     quiet = Console(file=open(os.devnull, "w"))
@@ -90,7 +90,7 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
 
 def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path):
     """A bank entry whose parameters the current space does not have must not skip the search."""
-    tuner = pytest.importorskip("forge.tuner")
+    from forge import tuner
     from forge.config import TuneSettings
 
     bank_offer([rec(1e-9, config={"retired_param": 3})])
@@ -102,7 +102,7 @@ def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path
 
 
 def test_warm_start_measures_the_nearest_shapes_best_configs_first(bank, tmp_path):
-    tuner = pytest.importorskip("forge.tuner")
+    from forge import tuner
     from forge.config import TuneSettings
     from forge.results import Store
 

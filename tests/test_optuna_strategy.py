@@ -74,3 +74,12 @@ def test_failed_variants_are_told_worse_than_any_success():
     st.tell(b, None)
     values = sorted(t.value for t in st.study.get_trials(deepcopy=False) if t.state.name == "COMPLETE")
     assert values[0] == 2.0 and values[1] > 2.0
+
+
+def test_tpe_and_multivariate_tpe_are_different_algorithms():
+    """`tpe` is independent TPE and `tpe-multivariate` joint TPE whatever Optuna's default is (it
+    changed in Optuna 5): after the shared random start the two propose different points."""
+    independent, _ = drive("tpe", 0, rounds=8)
+    joint, _ = drive("tpe-multivariate", 0, rounds=8)
+    assert independent[:10] == joint[:10]            # the same seeded startup trials
+    assert independent[10:] != joint[10:]

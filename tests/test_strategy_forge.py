@@ -87,7 +87,6 @@ def test_registry(space):
 
 
 def test_optuna_strategies_delegate(space):
-    pytest.importorskip("forge.search.optuna_strategy")
     r = run_replay(space, "optuna-random", 15, seed=0)
     assert r.evaluations == 15 and r.infeasible == 0
     assert len({tuple(c.values()) for c in r.proposals}) == 15

@@ -29,12 +29,14 @@ FAIL_PENALTY = 3.0
 
 
 def make_sampler(name: str, seed: int, distributions: dict[str, BaseDistribution]) -> optuna.samplers.BaseSampler:
+    # Both TPE variants are spelt out: Optuna's default switched from independent (one density
+    # per parameter, Optuna < 5) to joint (multivariate, Optuna >= 5) sampling, and a name must mean
+    # the same algorithm whichever version is installed. "tpe" is TPE as published (independent);
+    # "tpe-multivariate" models the parameters jointly, so it can see interactions.
     if name == "tpe":
-        return optuna.samplers.TPESampler(seed=seed, constant_liar=True)
-    # Optuna >= 5 always samples TPE jointly (multivariate); "tpe-multivariate" adds group
-    # decomposition, which only differs from "tpe" on conditional (define-by-run) spaces.
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=False)
     if name == "tpe-multivariate":
-        return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True, group=True)
+        return optuna.samplers.TPESampler(seed=seed, constant_liar=True, multivariate=True)
     if name == "random":
         return optuna.samplers.RandomSampler(seed=seed)
     if name == "cmaes":

@@ -2,9 +2,11 @@
 
 - `forge`  — forge's default (surrogate over the whole enumerated valid space, forge_strategy.py)
 - `random` — exact uniform random search without replacement (random_strategy.py)
-- `optuna-<sampler>` — Optuna samplers through the lead's `forge.search.optuna_strategy.OptunaStrategy`
+- `optuna-<sampler>` — Optuna samplers through `forge.search.optuna_strategy.OptunaStrategy`
   (which repairs invalid/duplicate proposals to the nearest valid unproposed point);
   the short names `tpe`, `tpe-multivariate`, `cmaes`, `gp`, `qmc`, `qmc-scrambled`, `grid` mean the same.
+  `tpe` is independent TPE (one density per parameter), `tpe-multivariate` joint TPE, whichever
+  of the two the installed Optuna uses by default.
 """
 from __future__ import annotations
 
