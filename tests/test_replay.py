@@ -207,7 +207,7 @@ def test_cli_export_round_trips(tmp_path):
 
 def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
     """benchmarks/space_anatomy.py: the exact chance of drawing one of k marked points matches
-    enumeration, and on convolution it finds the 37-point tail benchmarks/README.md argues from."""
+    enumeration, and on convolution it finds the 37-point tail benchmarks/search_design_log.md argues from."""
     root = Path(__file__).resolve().parents[1]
     anatomy = _benchmark_module("space_anatomy")
     n, k, b = 9, 2, 3

@@ -15,7 +15,7 @@ Algorithm
    (first point uniform at random), over a seeded pool of candidates: the first model then sees
    every parameter near both ends of its range, including the extremes (smallest/largest tiles,
    both settings of a switch) where kernel optima often sit. (A uniform start was tried and
-   was worse; see benchmarks/README.md.)
+   was worse; see benchmarks/search_design_log.md, first pass.)
 2. Then every ask: fit an extremely-randomised-trees ensemble on log(time) of what was measured
    (failures imputed as the worst log-time seen: they cost budget, so the model should steer away
    from their region, but they are not "infinitely slow"), clipped from above at the median of the
@@ -39,8 +39,8 @@ Algorithm
    costs no extra fit.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
-its entry says so and benchmarks/README.md has the comparison; its tenth pass moves each one on
-its own, on all three shipped spaces). Each is a field of `ForgeOptions`,
+its entry says so and benchmarks/search_design_log.md has the comparison; its tenth pass moves
+each one on its own, on all three shipped spaces). Each is a field of `ForgeOptions`,
 set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` or `--options` of
 `forge replay`; an unknown name or a value out of range is an input error naming it.
 - `n_init=10`: enough points for the first trees to split on the strongest few parameters of a
@@ -61,7 +61,7 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   genetic algorithm's rank selection does. A quarter is TPE's usual split of the observations
   into good and bad (it uses 10–25 %). Found on the dev spaces (a small gain on convolution on two
   seed sets, gemm level) and adopted by a rule written down before a third hold-out
-  (`spaces/cpu_matmul_bt`) was run, which it passed (benchmarks/README.md, "Seventh pass").
+  (`spaces/cpu_matmul_bt`) was run, which it passed (benchmarks/search_design_log.md, seventh pass).
 - `xi=0.0` (with `acquisition="ei"` only): plain EI; exploration comes from the tree spread, the
   local slots and the damping.
 - `local_every=2`: half of the evaluations go to the incumbent's one-parameter neighbourhood,
@@ -69,7 +69,7 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   and looking for a better one, with no prior reason to favour either. (A first version used
   one in four and a neighbourhood of +-1 index steps only; coordinate moves to any value
   reached isolated optima more often — that comparison was made on the shipped spaces, so it
-  is reported as such in benchmarks/README.md.)
+  is reported as such in benchmarks/search_design_log.md.)
 - `batch_damping=0.5`: a neighbour of an already-chosen batch point needs twice the score to be
   chosen too.
 - `rho_min=0.2`, `rho_window=16`: under "no skill" the Spearman correlation of 16 pairs has a
@@ -81,16 +81,16 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   budget. `rho_min=None` switches the check off (the first-pass behaviour). These two values were
   set once (0.4 and 0.6 were measured in the seventh pass, not kept); whether to switch the check
   on at all was decided by comparing on the dev spaces (the shipped GPU files and the CPU matmul),
-  while the CPU conv2d space was held out (benchmarks/README.md, "Second pass").
+  while the CPU conv2d space was held out (benchmarks/search_design_log.md, second pass).
 - Options kept for comparison, off by default (all compared on the dev spaces, see
-  benchmarks/README.md): `acquisition="ei"` (expected improvement over the best log-time, the
-  default of the first six passes); `path_floor=0.75` (every second global slot goes to the
-  top-scored point of the code path — combination of switch values — sampled least relative to its
-  size, when that path holds less than 3/4 of the overall sampled share: a few early points of a
-  path that read badly make the model write the whole path off; on convolution it lifts 1.32 to
-  1.21 at 100, but gemm misses its 1.03, and `good_quantile=0.1`, which buys gemm back, puts the
-  CPU blocked matmul below random search); `acquisition="thompson"` (each global slot takes the
-  argmin of one randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local
+  benchmarks/search_design_log.md): `acquisition="ei"` (expected improvement over the best
+  log-time, the default of the first six passes); `path_floor=0.75` (every second global slot goes
+  to the top-scored point of the code path — combination of switch values — sampled least relative
+  to its size, when that path holds less than 3/4 of the overall sampled share: a few early points
+  of a path that read badly make the model write the whole path off; on convolution it lifts 1.32
+  to 1.21 at 100, but gemm misses its 1.03, and `good_quantile=0.1`, which buys gemm back, puts
+  the CPU blocked matmul below random search); `acquisition="thompson"` (each global slot takes
+  the argmin of one randomly drawn tree) or `"mixed"` (half Thompson, half EI); `n_elite=3` (local
   moves rotate around the best three points, the incumbent half of the time); `min_leaf=2`
   (smoother trees); `explore="uniform"` (the reliability fallback draws uniformly instead of
   max-min); `niches=True` (every second local move is centred on the best point on the other side
@@ -103,7 +103,7 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   into "good" and "bad" is the same idea. Found on the dev spaces and adopted by a rule written
   down before a hold-out was run, which it passed; a second fresh hold-out then favoured
   `cap=None` (the raw log-times of the second pass), so its effect is not demonstrated
-  (benchmarks/README.md, "Third pass").
+  (benchmarks/search_design_log.md, third pass).
 - `max_rank=50000`: ranking is exact up to this many unmeasured points; beyond it a seeded
   random subset plus all incumbent neighbours is ranked, keeping one step in milliseconds.
 Deterministic for a fixed seed: every random draw comes from the seeded generator.
