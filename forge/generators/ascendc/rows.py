@@ -96,16 +96,32 @@ class RowPlan(RowsPlan):
 class RmsNormPlan(RowPlan):
     op = "rmsnorm"
     template = "rmsnorm.cpp.j2"
-    v_passes = 6
+
+    @property
+    def v_passes(self) -> int:  # type: ignore[override]
+        """fp32 vector passes over a row; in place there is no cast in and no cast out."""
+        return 4 if self.in_place else 6
 
     def inputs_rows(self) -> list[str]:
         return ["x", "r"] if self.p.attrs.get("residual") else ["x"]
 
+    @property
+    def in_place(self) -> bool:
+        """fp32 rows need no fp32 copies: the row is normalised in its input block and x^2 is
+        staged in its output block. Without this a float32 row of N = 8192 (cann-bench rms_norm
+        case 5) needs 7 row-sized buffers, 224 KiB, over the 910B's 191.75 KiB of UB."""
+        return self.p.dtype == "float32"
+
     def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
+        w = [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
+        wf = [Buffer("wf", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")]
+        work_red = [Buffer("work", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
+                    Buffer("red", "VECCALC", 64, queue=False, ctype="float")]
+        if self.in_place:
+            return wf + work_red + w
         extra = [Buffer("rf", "VECCALC", tile * 4, queue=False, ctype="float")] if self.p.attrs.get("residual") else []
-        return [Buffer("wf", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
-                Buffer("sq", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")] + extra + \
-            super().calc_buffers(c, tile) + [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
+        return wf + [Buffer("sq", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")] + extra + \
+            super().calc_buffers(c, tile) + w
 
     def stages(self) -> list[Stage]:
         return [Stage("load_w", "aiv", "MTE2", produces=("w",)), Stage("cast_w", "aiv", "V", consumes=("w",))] + \
@@ -116,7 +132,8 @@ class RmsNormPlan(RowPlan):
                 Step("cast_w", cycles=self.hw.vector_cycles(self.cols_pad * 4))]
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        return dict(super().context(cfg), residual=bool(self.p.attrs.get("residual")), eps=float(self.p.attrs["eps"]))
+        return dict(super().context(cfg), residual=bool(self.p.attrs.get("residual")), eps=float(self.p.attrs["eps"]),
+                    in_place=self.in_place)
 
 
 class SoftmaxPlan(RowPlan):
