@@ -156,6 +156,11 @@ def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
     assert run_bench(s, "cpu", tmp_path)["failed"] == 1
     assert build_board(tmp_path)["cases"][0]["status"] == "RUNTIME_ERROR"
     assert run_bench(s, "cpu", tmp_path)["skipped"] == 1
+    fake_tuner({8: ([5], 9, None, "measured")})                 # e.g. a newer forge accepts the case
+    assert run_bench(s, "cpu", tmp_path) == {"tuned": 0, "skipped": 1, "failed": 0}
+    assert run_bench(s, "cpu", tmp_path, retry_refused=True) == {"tuned": 1, "skipped": 0, "failed": 0}
+    assert build_board(tmp_path)["cases"][0]["status"] == "PASSED"
+    assert run_bench(s, "cpu", tmp_path, retry_refused=True)["skipped"] == 1   # a finished case stays finished
     meta = json.loads((tmp_path / "bench.json").read_text())
     meta["target"] = "other"
     (tmp_path / "bench.json").write_text(json.dumps(meta))

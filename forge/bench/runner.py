@@ -3,7 +3,8 @@
 Layout of a bench folder:
   bench.json                 suite, target, cases and unsupported entries (what was asked)
   cases/<case key>/          the run folder `forge.tuner.tune` fills (forge.sqlite, run.json)
-  cases/<case key>/bench_case.json   written when the case finished: a rerun skips it
+  cases/<case key>/bench_case.json   written when the case finished: a rerun skips it (a refused
+                                     case too, unless `--retry-refused`)
   leaderboard.{json,md,html} written by forge.bench.render.write_reports
 
 A case without `bench_case.json` (interrupted) is tuned again into the same folder, where the tuner
@@ -90,9 +91,13 @@ def check_options(options: dict[str, Any]) -> None:
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
-              options: dict[str, Any] | None = None,
+              options: dict[str, Any] | None = None, retry_refused: bool = False,
               progress: Callable[[str], None] | None = None) -> dict[str, int]:
-    """Tune each case of `suite` on `target` into `out`; returns counts (tuned, skipped, failed)."""
+    """Tune each case of `suite` on `target` into `out`; returns counts (tuned, skipped, failed).
+
+    A refused case (an input error: no valid variant, an unsupported shape) is final, since the
+    same code refuses it the same way; `retry_refused` tries it again, for a rerun after forge or
+    its target data changed. A refusal made no run, so retrying loses nothing."""
     from forge.targets import get_target
 
     get_target(target)  # unknown target: clear error before anything is written
@@ -119,7 +124,8 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
         cdir = case_dir(out, case)
         marker = read_marker(cdir)
         state = run_state(cdir)
-        if (marker and marker.get("done")) or (marker is None and state == "complete"):
+        retry = retry_refused and bool(marker and marker.get("error_kind") == "input")
+        if (marker and marker.get("done") and not retry) or (marker is None and state == "complete"):
             counts["skipped"] += 1
             say(f"[{i}/{len(suite.cases)}] {case.key}: finished earlier, skipped")
             if marker is None:
@@ -148,7 +154,7 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}
             counts["failed"] += 1
-            say(f"    refused: {exc}")
+            say(f"    refused: {exc} (final for this folder; --retry-refused tries it again)")
         except Exception as exc:  # noqa: BLE001 - one case must not stop the suite; retried on rerun
             record |= {"done": False, "error": f"{type(exc).__name__}: {exc}",
                        "traceback": traceback.format_exc(limit=5)}

@@ -27,6 +27,8 @@ def bench(
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=0, help="variants re-measured per case (default: tune's)"),
     report_only: bool = typer.Option(False, "--report-only", help="rebuild the leaderboard without tuning"),
+    retry_refused: bool = typer.Option(False, "--retry-refused", help="tune again the cases an earlier run into "
+                                                                      "this folder refused (e.g. after an upgrade)"),
     export_sol: Optional[Path] = typer.Option(None, "--export-sol", help="also write SOL-ExecBench solutions "
                                                                           "(CUDA targets) and traces.jsonl here"),
 ) -> None:
@@ -44,7 +46,8 @@ def bench(
     if not report_only:
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
-                           options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k}, progress=typer.echo)
+                           options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k},
+                           retry_refused=retry_refused, progress=typer.echo)
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
     if not (bench_dir / BENCH_FILE).is_file():
