@@ -22,6 +22,10 @@ CASES = [
     ("rmsnorm", {"M": 7, "N": 8192}, "float32", {}),
     ("softmax", {"M": 50, "N": 300}, "float32", {}),
     ("swiglu", {"M": 6, "N": 1000}, "float16", {}),
+    ("swiglu", {"M": 3, "N": 40001}, "float16", {}),            # rows longer than any chunk: chunked, unaligned tail
+    # short rows, several per pass (strided DataCopyPad blocks); cann-bench swi_glu cases 12 and 9
+    ("swiglu", {"M": 1000003, "N": 1}, "bfloat16", {}),
+    ("swiglu", {"M": 133221, "N": 7}, "float32", {}),
     ("matmul", {"M": 200, "N": 160, "K": 128}, "float16", {}),
     # attention: GQA, causal (bottom-right, incl. Sq > Skv rows that see no key), decode, fp16/bf16
     ("attention", {"B": 1, "Hq": 4, "Hkv": 2, "S": 256, "D": 64}, "float16", {"causal": True}),

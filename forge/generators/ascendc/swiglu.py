@@ -1,8 +1,10 @@
 """SwiGLU on the AIVs: y[M, N] = silu(x[:, :N]) * x[:, N:], streamed in column chunks.
 
-Work units are (row, chunk) pairs split evenly over the AIVs; each unit is copy_in (MTE2: the
-gate and the up halves) -> compute (V, fp32) -> copy_out (MTE3). Chunks not a 32 B multiple long
-move with DataCopyPad (ascend.md §2.4.3).
+Work units are (row block, chunk) pairs split evenly over the AIVs; each unit is copy_in (MTE2: the
+gate and the up halves) -> compute (V, fp32) -> copy_out (MTE3). A unit is one row's chunk, or,
+for rows no longer than a chunk, `rows` whole rows moved by one strided DataCopyPad (a block per
+row, each 32 B aligned in UB: ascend.md §2.4.3), so short rows do not cost a pass each. Chunks
+not a 32 B multiple long move with DataCopyPad too.
 """
 from __future__ import annotations
 
@@ -15,7 +17,7 @@ from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
-from forge.space import Param, choice, pow2
+from forge.space import Constraint, Param, choice, pow2
 
 
 class SwigluPlan(RowsPlan):
@@ -26,17 +28,36 @@ class SwigluPlan(RowsPlan):
     def params(self) -> list[Param]:
         aiv = int(self.hw.aiv)
         return [pow2("chunk", 256, 16384, doc="elements of N per UB pass"),
+                pow2("rows", 1, 2048, doc="rows per UB pass, when a whole row fits in a chunk (DataCopyPad blocks)"),
                 choice("buffer_num", (1, 2), ordered=True),
                 choice("cores", sorted({max(1, aiv // 2), aiv}), ordered=True)]
 
+    def extra_constraints(self) -> list[Constraint]:
+        N, M = self.N, self.M
+        return [Constraint("rows", lambda c: (c["rows"] == 1) | ((N <= c["chunk"]) & (c["rows"] <= M)),
+                           lambda c: f"{c['rows']} rows per pass need the whole row (N = {N}) in a chunk "
+                                     f"({c['chunk']}) and at most M = {M} rows"),
+                # a chunk over twice the row is the same kernel as the shortest chunk holding the row
+                Constraint("chunk", lambda c: (c["chunk"] == 256) | (c["chunk"] < 2 * N),
+                           lambda c: f"chunk {c['chunk']} repeats a shorter chunk: a row has N = {N} elements")]
+
+    @property
+    def per_block(self) -> int:
+        """Elements of one 32 B block: a row's UB slot is rounded up to it."""
+        return 32 // self.e
+
+    def tile(self, c: dict[str, Any]) -> Any:
+        """Elements of one UB pass: `rows` row slots of min(chunk, N) elements, 32 B aligned."""
+        return c["rows"] * round_up(np.minimum(c["chunk"], self.N), self.per_block)
+
     def units(self, c: dict[str, Any]) -> Any:
-        return self.M * cdiv(self.N, c["chunk"])
+        return cdiv(self.M, c["rows"]) * cdiv(self.N, c["chunk"])
 
     def block_dim(self, c: dict[str, Any]) -> Any:
         return np.minimum(c["cores"], self.units(c))
 
     def resources(self, c: dict[str, Any]) -> Resources:
-        t = c["chunk"]
+        t = self.tile(c)
         bufs = [Buffer("a", "VECIN", t * self.e, c["buffer_num"], ctype=self.ctype),
                 Buffer("b", "VECIN", t * self.e, c["buffer_num"], ctype=self.ctype),
                 Buffer("y", "VECOUT", t * self.e, c["buffer_num"], ctype=self.ctype),
@@ -53,21 +74,24 @@ class SwigluPlan(RowsPlan):
 
     def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
         bd = int(self.block_dim(cfg))
-        t = cfg["chunk"]
+        t, R = cfg["chunk"], cfg["rows"]
         per_row = cdiv(self.N, t)
         n_units = cdiv(self.units(cfg), bd)
         prog: list[Step] = []
         for u in range(int(n_units)):
             ln = min(t, self.N - (u % per_row) * t)
-            prog += [Step("copy_in", nbytes=2 * ln * self.e),
-                     Step("compute", cycles=self.hw.vector_cycles(round_up(ln, 8) * 4, 9)),
-                     Step("copy_out", nbytes=ln * self.e)]
+            r = min(R, self.M - (u // per_row) * R) if R > 1 else 1
+            slot = round_up(ln, self.per_block)          # GM moves in 32 B granules (ascend.md §1.3)
+            prog += [Step("copy_in", nbytes=2 * r * slot * self.e),
+                     Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, 9)),
+                     Step("copy_out", nbytes=r * slot * self.e)]
         return {"aiv0": prog}, bd
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        return dict(M=self.M, N=self.N, ELEM=self.e, CHUNK=cfg["chunk"])
+        return dict(M=self.M, N=self.N, ELEM=self.e, CHUNK=cfg["chunk"], ROWS=cfg["rows"], PER_BLOCK=self.per_block)
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
         n = min(self.N, cfg["chunk"] * 2 + 24)            # two full chunks and an unaligned tail
-        return get_op("swiglu").problem({"M": min(self.M, 5), "N": n}, self.p.dtype)
+        m = min(self.M, 2 * cfg["rows"] + 1 if cfg["rows"] > 1 else 5)   # two full row blocks and a tail
+        return get_op("swiglu").problem({"M": m, "N": n}, self.p.dtype)
