@@ -27,13 +27,14 @@ def cache(tmp_path_factory):
 
 
 def _sample(backend, p, k=1):
-    """The largest valid config (or one with split-KV / split-K where the space has it)."""
+    """The largest valid config (or the one with the most split-KV / split-K parts where the space
+    has them), and the first."""
     e = backend.space(p).enumerate()
     assert len(e) > 0
     picks = [e.config(len(e) - 1), e.config(0)]
     split = [c for c in e.configs() if c.get("splits", 1) > 1 or c.get("split_k", 1) > 1]
     if split:
-        picks[0] = split[-1]
+        picks[0] = max(reversed(split), key=lambda c: c.get("splits", 1) * c.get("split_k", 1))
     return picks[:k]
 
 
