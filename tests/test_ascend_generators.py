@@ -75,3 +75,23 @@ def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
     assert args == [f"{n}Dev" for n in inputs] + ["outDev", "wsDev", "nullptr"]
     assert len(params) == len(args) and params[-2:] == ["workspace", "tiling"]
     assert f"aclrtlaunch_{sig.group(1)}.h" in src.files["main.cpp"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype,n,attrs", [("float16", 30, {}), ("float32", 50, {"residual": True})])
+def test_rmsnorm_cross_row_reduction_matches_the_reference(dtype, n, attrs, tmp_path):
+    """Short rows reduced together (WholeReduceSum, Brcb, broadcast multiplies): a pass of more
+    than one GROUP of rows and a partial last group match the float64 reference; rows longer than
+    one repeat keep the row-at-a-time reduction."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("rmsnorm").problem({"M": 700, "N": n}, dtype, attrs)
+    cross = [c for c in be.space(p).enumerate().configs() if c["reduce"] == "cross"]
+    cfg = max(cross, key=lambda c: (c["rows"], c["cores"]))
+    assert cfg["rows"] > 248                                  # several vector calls per pass
+    v = Variant(p, "ascend910b2", cfg)
+    art = be.build(v, tmp_path)
+    assert art.ok, art.error[:3000]
+    m = be.run(art, v, seed=5, warmup=0, reps=1, timeout=120)
+    assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)
+    wide = get_op("rmsnorm").problem({"M": 8, "N": 100}, dtype, attrs)
+    assert {c["reduce"] for c in be.space(wide).enumerate().configs()} == {"row"}

@@ -14,7 +14,7 @@ from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
-from forge.space import Param, choice, pow2
+from forge.space import Constraint, Param, choice, pow2
 
 
 class RowPlan(RowsPlan):
@@ -60,8 +60,8 @@ class RowPlan(RowsPlan):
                 Stage("copy_out", "aiv", "MTE3", consumes=("y",))]
 
     def pipeline(self, cfg: dict[str, Any]) -> Pipeline:
-        return Pipeline(f"forge_{self.op}", "aiv", self.buffers(cfg), self.stages(), [], [("V_S", 0)],
-                        int(self.block_dim(cfg)))
+        bufs = [b for b in self.buffers(cfg) if int(b.nbytes) > 0]      # a mode's unused buffers have size 0
+        return Pipeline(f"forge_{self.op}", "aiv", bufs, self.stages(), [], [("V_S", 0)], int(self.block_dim(cfg)))
 
     def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
         bd = int(self.block_dim(cfg))
@@ -74,11 +74,15 @@ class RowPlan(RowsPlan):
             r = min(R, rows_core - t * R)
             row_b = r * self.N * self.e
             prog.append(Step("copy_in", nbytes=row_b * len(self.inputs_rows())))
-            vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
-                self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
-            prog.append(Step("compute", cycles=vcyc, stalls=r * self.n_stalls))
+            prog.append(self.compute_step(cfg, r))
             prog.append(Step("copy_out", nbytes=row_b))
         return {"aiv0": prog}, bd
+
+    def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
+        """One tile of r rows, reduced one row at a time (a scalar read-back per row)."""
+        vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
+            self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
+        return Step("compute", cycles=vcyc, stalls=r * self.n_stalls)
 
     def prologue(self, cfg: dict[str, Any]) -> list[Step]:
         return []
@@ -93,9 +97,30 @@ class RowPlan(RowsPlan):
         return get_op(self.op).problem({"M": m, "N": self.N}, self.p.dtype, dict(self.p.attrs))
 
 
+# Rows per high-dimensional vector call in the cross-row reduction: repeatTime <= 255 (ascend.md §1.4,
+# §2.5), a multiple of 8 so Brcb's 8 elements per repeat stay within a group.
+GROUP = 248
+ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat: a row that fits is one repeat
+
+
 class RmsNormPlan(RowPlan):
     op = "rmsnorm"
     template = "rmsnorm.cpp.j2"
+
+    def params(self) -> list[Param]:
+        base = super().params()
+        return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
+                choice("reduce", ("row", "cross"), doc="row: one row at a time, a scalar read-back each; cross: "
+                       "rows of at most 64 fp32 lanes reduced together, one repeat per row")] + base[1:]
+
+    def extra_constraints(self) -> list[Constraint]:
+        fits, M = self.cols_pad <= ONE_REPEAT_F32, self.M
+        return [Constraint("reduce", lambda c: (c["reduce"] == "row") | fits,
+                           lambda c: f"cross-row reduction needs a row of at most {ONE_REPEAT_F32} elements "
+                                     f"(one repeat); this one has {self.cols_pad}"),
+                Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] == "cross") & (c["rows"] < 2 * M)),
+                           lambda c: f"{c['rows']} rows per pass need the cross-row reduction and at most "
+                                     f"about M = {M} rows")]
 
     @property
     def v_passes(self) -> int:  # type: ignore[override]
@@ -113,15 +138,36 @@ class RmsNormPlan(RowPlan):
         return self.p.dtype == "float32"
 
     def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
-        w = [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
-        wf = [Buffer("wf", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")]
-        work_red = [Buffer("work", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
-                    Buffer("red", "VECCALC", 64, queue=False, ctype="float")]
-        if self.in_place:
-            return wf + work_red + w
-        extra = [Buffer("rf", "VECCALC", tile * 4, queue=False, ctype="float")] if self.p.attrs.get("residual") else []
-        return wf + [Buffer("sq", "VECCALC", self.cols_pad * 4, queue=False, ctype="float")] + extra + \
-            super().calc_buffers(c, tile) + w
+        def calc(name: str, nbytes: Any) -> Buffer:
+            return Buffer(name, "VECCALC", nbytes, queue=False, ctype="float")
+
+        cross = np.asarray(c["reduce"]) == "cross"
+        g = np.minimum(c["rows"], GROUP)
+        gpad = round_up(g, 8)
+        # row mode: x^2 of one row, ReduceSum's scratch, its result; cross mode: x^2 of a group of rows,
+        # the per-row sums (then rstd), ones to divide, and rstd broadcast to one 32 B block per row.
+        # In place (fp32) x^2 is staged in the output block instead of `sq`.
+        bufs = [calc("wf", self.cols_pad * 4),
+                calc("work", np.where(cross, 0, self.cols_pad * 4)), calc("red", np.where(cross, 0, 64)),
+                calc("sums", np.where(cross, gpad * 4, 0)), calc("ones", np.where(cross, gpad * 4, 0)),
+                calc("bcast", np.where(cross, gpad * 32, 0))]
+        if not self.in_place:
+            bufs += [calc("sq", np.where(cross, g * self.cols_pad * 4, self.cols_pad * 4)), calc("xf", tile * 4)]
+            if self.p.attrs.get("residual"):
+                bufs.append(calc("rf", tile * 4))
+        return bufs + [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
+
+    def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
+        if cfg["reduce"] == "row":
+            return super().compute_step(cfg, r)
+        # cross-row: count-form passes over the tile (x^2; casts in and out unless in place), and per
+        # row one repeat each of WholeReduceSum and the two broadcast multiplies, no scalar read-back
+        count_passes = 1 if self.in_place else 3
+        groups = cdiv(r, GROUP)
+        vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, count_passes) + \
+            self.hw.vector_cycles(r * 256, self.hw.reduce_cost_factor + 2) + \
+            groups * self.hw.vector_cycles(GROUP * 32, 5)          # rstd of a group, then Brcb
+        return Step("compute", cycles=vcyc, calls=2 + groups * 10)
 
     def stages(self) -> list[Stage]:
         return [Stage("load_w", "aiv", "MTE2", produces=("w",)), Stage("cast_w", "aiv", "V", consumes=("w",))] + \
@@ -133,7 +179,8 @@ class RmsNormPlan(RowPlan):
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         return dict(super().context(cfg), residual=bool(self.p.attrs.get("residual")), eps=float(self.p.attrs["eps"]),
-                    in_place=self.in_place)
+                    in_place=self.in_place, cross=cfg["reduce"] == "cross", GROUP=GROUP,
+                    GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)))
 
 
 class SoftmaxPlan(RowPlan):
