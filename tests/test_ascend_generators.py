@@ -78,13 +78,18 @@ def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("dtype,n,attrs", [("float16", 30, {}), ("float32", 50, {"residual": True})])
-def test_rmsnorm_cross_row_reduction_matches_the_reference(dtype, n, attrs, tmp_path):
-    """Short rows reduced together (WholeReduceSum, Brcb, broadcast multiplies): a pass of more
-    than one GROUP of rows and a partial last group match the float64 reference; rows longer than
-    one repeat keep the row-at-a-time reduction."""
+@pytest.mark.parametrize("op,dtype,n,attrs", [("rmsnorm", "float16", 30, {}),
+                                              ("rmsnorm", "float32", 50, {"residual": True}),
+                                              ("softmax", "bfloat16", 2, {}), ("softmax", "float32", 40, {})])
+def test_cross_row_reduction_matches_the_reference(op, dtype, n, attrs, tmp_path, monkeypatch):
+    """Short rows reduced together (WholeReduceSum/Max, Brcb, broadcast ops): a pass of more than
+    one GROUP of rows and a partial last group match the float64 reference; rows longer than one
+    repeat keep the row-at-a-time reduction. Softmax inputs sit near 100, where exp overflows
+    float32 unless each row's max is subtracted first."""
+    if op == "softmax":
+        monkeypatch.setattr(type(get_op(op)), "scale_input", lambda self, name, x: x + 100.0)
     be = get_backend("ascend910b2", measure="model")
-    p = get_op("rmsnorm").problem({"M": 700, "N": n}, dtype, attrs)
+    p = get_op(op).problem({"M": 700, "N": n}, dtype, attrs)
     cross = [c for c in be.space(p).enumerate().configs() if c["reduce"] == "cross"]
     cfg = max(cross, key=lambda c: (c["rows"], c["cores"]))
     assert cfg["rows"] > 248                                  # several vector calls per pass
@@ -93,5 +98,5 @@ def test_rmsnorm_cross_row_reduction_matches_the_reference(dtype, n, attrs, tmp_
     assert art.ok, art.error[:3000]
     m = be.run(art, v, seed=5, warmup=0, reps=1, timeout=120)
     assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)
-    wide = get_op("rmsnorm").problem({"M": 8, "N": 100}, dtype, attrs)
+    wide = get_op(op).problem({"M": 8, "N": 100}, dtype, attrs)
     assert {c["reduce"] for c in be.space(wide).enumerate().configs()} == {"row"}

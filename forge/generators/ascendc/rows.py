@@ -16,12 +16,29 @@ from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
 from forge.space import Constraint, Param, choice, pow2
 
+# Rows per high-dimensional vector call in the cross-row reduction: repeatTime <= 255 (ascend.md §1.4,
+# §2.5), a multiple of 8 so Brcb's 8 elements per repeat stay within a group.
+GROUP = 248
+ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat: a row that fits is one repeat
+
+
+def fp32_scratch(name: str, nbytes: Any) -> Buffer:
+    """A VECCALC buffer of fp32 working values (0 B: not used by this config's mode)."""
+    return Buffer(name, "VECCALC", nbytes, queue=False, ctype="float")
+
 
 class RowPlan(RowsPlan):
     kind = "aiv"
     n_stalls = 1                     # scalar read-backs per row
     v_passes = 6                     # fp32 vector passes over a row (cast, math, cast back)
     reduce_passes = 1
+    # reduce=cross (rows of at most one repeat reduced together, no scalar read-back): vector passes
+    # over the tile in count form, per-row repeats (a reduction counts reduce_cost_factor), and
+    # count-form ops on a group's per-row values
+    cross_count_passes = 3
+    cross_repeat_ops = 2
+    cross_reductions = 1
+    cross_group_ops = 5
 
     @property
     def cols_pad(self) -> int:
@@ -32,9 +49,31 @@ class RowPlan(RowsPlan):
 
     def params(self) -> list[Param]:
         aiv = int(self.hw.aiv)
-        return [pow2("rows", 1, 64, doc="rows per UB pass"),
+        return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
+                choice("reduce", ("row", "cross"), doc="row: one row at a time, a scalar read-back each; cross: "
+                       "rows of at most 64 fp32 lanes reduced together, one repeat per row"),
                 choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
                 choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
+
+    def extra_constraints(self) -> list[Constraint]:
+        fits, M = self.cols_pad <= ONE_REPEAT_F32, self.M
+        return [Constraint("reduce", lambda c: (c["reduce"] == "row") | fits,
+                           lambda c: f"cross-row reduction needs a row of at most {ONE_REPEAT_F32} elements "
+                                     f"(one repeat); this one has {self.cols_pad}"),
+                Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] == "cross") & (c["rows"] < 2 * M)),
+                           lambda c: f"{c['rows']} rows per pass need the cross-row reduction and at most "
+                                     f"about M = {M} rows")]
+
+    def reduce_buffers(self, c: dict[str, Any]) -> list[Buffer]:
+        """Scratch of the reduction, 0 B where the mode does not use it. Row mode: ReduceSum/Max's
+        work area and result. Cross mode: one value per row of a group (max, sum, rstd...), ones to
+        divide by, and those values broadcast to one 32 B block per row (Brcb)."""
+        cross = np.asarray(c["reduce"]) == "cross"
+        gpad = round_up(np.minimum(c["rows"], GROUP), 8)
+        return [fp32_scratch("work", np.where(cross, 0, self.cols_pad * 4)),
+                fp32_scratch("red", np.where(cross, 0, 64)),
+                fp32_scratch("stat", np.where(cross, gpad * 4, 0)), fp32_scratch("ones", np.where(cross, gpad * 4, 0)),
+                fp32_scratch("bcast", np.where(cross, gpad * 32, 0))]
 
     def block_dim(self, c: dict[str, Any]) -> Any:
         return np.minimum(c["cores"], cdiv(self.M, c["rows"]))
@@ -47,9 +86,7 @@ class RowPlan(RowsPlan):
         return bufs
 
     def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
-        return [Buffer("xf", "VECCALC", tile * 4, queue=False, ctype="float"),
-                Buffer("work", "VECCALC", self.cols_pad * 4, queue=False, ctype="float"),
-                Buffer("red", "VECCALC", 64, queue=False, ctype="float")]
+        return [fp32_scratch("xf", tile * 4)] + self.reduce_buffers(c)
 
     def resources(self, c: dict[str, Any]) -> Resources:
         return Resources(self.buffers(c), self.block_dim(c), "aiv", events=1)
@@ -79,17 +116,26 @@ class RowPlan(RowsPlan):
         return {"aiv0": prog}, bd
 
     def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
-        """One tile of r rows, reduced one row at a time (a scalar read-back per row)."""
-        vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
-            self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
-        return Step("compute", cycles=vcyc, stalls=r * self.n_stalls)
+        """One tile of r rows: reduced one row at a time (a scalar read-back per row), or across rows
+        (one repeat per row for each reduction and broadcast op, no read-back)."""
+        if cfg["reduce"] == "row":
+            vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
+                self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
+            return Step("compute", cycles=vcyc, stalls=r * self.n_stalls)
+        groups = cdiv(r, GROUP)
+        per_row = self.cross_repeat_ops + self.cross_reductions * self.hw.reduce_cost_factor
+        vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.cross_count_passes) + \
+            self.hw.vector_cycles(r * 256, per_row) + groups * self.hw.vector_cycles(GROUP * 32, self.cross_group_ops)
+        ops = self.cross_repeat_ops + self.cross_reductions + self.cross_group_ops
+        return Step("compute", cycles=vcyc, calls=2 + groups * 2 * ops)        # each op and its barrier
 
     def prologue(self, cfg: dict[str, Any]) -> list[Step]:
         return []
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         return dict(M=self.M, N=self.N, COLS_PAD=self.cols_pad, aligned=(self.N * self.e) % 32 == 0,
-                    ELEM=self.e, inputs=self.inputs_rows())
+                    ELEM=self.e, inputs=self.inputs_rows(), cross=cfg["reduce"] == "cross", GROUP=GROUP,
+                    GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)))
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
@@ -97,30 +143,9 @@ class RowPlan(RowsPlan):
         return get_op(self.op).problem({"M": m, "N": self.N}, self.p.dtype, dict(self.p.attrs))
 
 
-# Rows per high-dimensional vector call in the cross-row reduction: repeatTime <= 255 (ascend.md §1.4,
-# §2.5), a multiple of 8 so Brcb's 8 elements per repeat stay within a group.
-GROUP = 248
-ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat: a row that fits is one repeat
-
-
 class RmsNormPlan(RowPlan):
     op = "rmsnorm"
     template = "rmsnorm.cpp.j2"
-
-    def params(self) -> list[Param]:
-        base = super().params()
-        return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
-                choice("reduce", ("row", "cross"), doc="row: one row at a time, a scalar read-back each; cross: "
-                       "rows of at most 64 fp32 lanes reduced together, one repeat per row")] + base[1:]
-
-    def extra_constraints(self) -> list[Constraint]:
-        fits, M = self.cols_pad <= ONE_REPEAT_F32, self.M
-        return [Constraint("reduce", lambda c: (c["reduce"] == "row") | fits,
-                           lambda c: f"cross-row reduction needs a row of at most {ONE_REPEAT_F32} elements "
-                                     f"(one repeat); this one has {self.cols_pad}"),
-                Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] == "cross") & (c["rows"] < 2 * M)),
-                           lambda c: f"{c['rows']} rows per pass need the cross-row reduction and at most "
-                                     f"about M = {M} rows")]
 
     @property
     def v_passes(self) -> int:  # type: ignore[override]
@@ -137,37 +162,23 @@ class RmsNormPlan(RowPlan):
         case 5) needs 7 row-sized buffers, 224 KiB, over the 910B's 191.75 KiB of UB."""
         return self.p.dtype == "float32"
 
+    @property
+    def cross_count_passes(self) -> int:  # type: ignore[override]
+        """x^2, and the casts in and out unless in place."""
+        return 1 if self.in_place else 3
+
     def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
-        def calc(name: str, nbytes: Any) -> Buffer:
-            return Buffer(name, "VECCALC", nbytes, queue=False, ctype="float")
-
+        # the fp32 weights; in row mode x^2 of one row, in cross mode of a group of rows (in place:
+        # staged in the output block); the fp32 copies of x (and r) unless in place
         cross = np.asarray(c["reduce"]) == "cross"
-        g = np.minimum(c["rows"], GROUP)
-        gpad = round_up(g, 8)
-        # row mode: x^2 of one row, ReduceSum's scratch, its result; cross mode: x^2 of a group of rows,
-        # the per-row sums (then rstd), ones to divide, and rstd broadcast to one 32 B block per row.
-        # In place (fp32) x^2 is staged in the output block instead of `sq`.
-        bufs = [calc("wf", self.cols_pad * 4),
-                calc("work", np.where(cross, 0, self.cols_pad * 4)), calc("red", np.where(cross, 0, 64)),
-                calc("sums", np.where(cross, gpad * 4, 0)), calc("ones", np.where(cross, gpad * 4, 0)),
-                calc("bcast", np.where(cross, gpad * 32, 0))]
+        bufs = [fp32_scratch("wf", self.cols_pad * 4)] + self.reduce_buffers(c)
         if not self.in_place:
-            bufs += [calc("sq", np.where(cross, g * self.cols_pad * 4, self.cols_pad * 4)), calc("xf", tile * 4)]
+            g = np.minimum(c["rows"], GROUP)
+            bufs += [fp32_scratch("sq", np.where(cross, g * self.cols_pad * 4, self.cols_pad * 4)),
+                     fp32_scratch("xf", tile * 4)]
             if self.p.attrs.get("residual"):
-                bufs.append(calc("rf", tile * 4))
+                bufs.append(fp32_scratch("rf", tile * 4))
         return bufs + [Buffer("w", "VECIN", self.cols_pad * self.e, 1, ctype=self.ctype)]
-
-    def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
-        if cfg["reduce"] == "row":
-            return super().compute_step(cfg, r)
-        # cross-row: count-form passes over the tile (x^2; casts in and out unless in place), and per
-        # row one repeat each of WholeReduceSum and the two broadcast multiplies, no scalar read-back
-        count_passes = 1 if self.in_place else 3
-        groups = cdiv(r, GROUP)
-        vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, count_passes) + \
-            self.hw.vector_cycles(r * 256, self.hw.reduce_cost_factor + 2) + \
-            groups * self.hw.vector_cycles(GROUP * 32, 5)          # rstd of a group, then Brcb
-        return Step("compute", cycles=vcyc, calls=2 + groups * 10)
 
     def stages(self) -> list[Stage]:
         return [Stage("load_w", "aiv", "MTE2", produces=("w",)), Stage("cast_w", "aiv", "V", consumes=("w",))] + \
@@ -179,8 +190,7 @@ class RmsNormPlan(RowPlan):
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         return dict(super().context(cfg), residual=bool(self.p.attrs.get("residual")), eps=float(self.p.attrs["eps"]),
-                    in_place=self.in_place, cross=cfg["reduce"] == "cross", GROUP=GROUP,
-                    GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)))
+                    in_place=self.in_place)
 
 
 class SoftmaxPlan(RowPlan):
@@ -189,3 +199,7 @@ class SoftmaxPlan(RowPlan):
     n_stalls = 2
     v_passes = 5
     reduce_passes = 2
+    cross_count_passes = 3            # cast in, Exp, cast out
+    cross_reductions = 2              # WholeReduceMax, WholeReduceSum
+    cross_repeat_ops = 2              # subtract the row max, multiply by 1/sum (broadcast)
+    cross_group_ops = 3               # 1/sum, two Brcb
