@@ -232,8 +232,8 @@ def main(argv: list[str] | None = None) -> int:
             lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better)"
-          + ("; ± its standard error over the seeds" if a.se else "") + "; score = "
-          f"(random - strategy)/(random - optimum) with random's exact expectation\n")
+          + ("; ± its standard error over the seeds" if a.se else "")
+          + "; score = (random - strategy)/(random - optimum) with random's exact expectation\n")
     print(table)
     print(f"\ntotal {time.time()-t_all:.0f} s")
     if a.markdown:

@@ -254,11 +254,7 @@ def _load_plugin_ops() -> None:
 
 def _register_extra_commands() -> None:
     for name in EXTRA_COMMANDS:
-        try:
-            module = importlib.import_module(f"forge.commands.{name}")
-        except ImportError:
-            continue
-        module.register(app)
+        importlib.import_module(f"forge.commands.{name}").register(app)
 
 
 _register_extra_commands()

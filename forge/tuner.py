@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend
+from forge.bank import bank_lookup, bank_neighbours, bank_offer
 from forge.backends.base import Backend
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
@@ -259,10 +260,6 @@ def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:
 def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
     if not ctx.settings.bank:
         return None
-    try:
-        from forge.bank import bank_lookup
-    except ImportError:
-        return None
     hit = bank_lookup(ctx.problem, ctx.backend.target.name)
     if not hit:
         return None
@@ -284,10 +281,6 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
 def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
     """Best configs of earlier runs on the nearest shapes (tuning bank), measured first."""
     if not ctx.settings.bank:
-        return []
-    try:
-        from forge.bank import bank_neighbours
-    except ImportError:
         return []
     names = set(strategy.space.names)
     seen, warm = set(), []
@@ -400,10 +393,6 @@ def _final(ctx: Context, executor) -> None:
 
 def _offer_to_bank(ctx: Context) -> None:
     if not ctx.settings.bank:
-        return
-    try:
-        from forge.bank import bank_offer
-    except ImportError:
         return
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
     if recs:

@@ -140,7 +140,7 @@ def test_bad_or_unknown_option_is_rejected_by_name(space, opts, needle):
 
 def test_strategies_without_options_reject_any(space):
     for name in ("random", "optuna-tpe"):
-        with pytest.raises(ForgeInputError, match=f"sampler_options.cap: not an option of .*; allowed: none"):
+        with pytest.raises(ForgeInputError, match="sampler_options.cap: not an option of .*; allowed: none"):
             get_strategy(name, space.enumeration, cap=0.5)
     get_strategy("optuna-tpe", space.enumeration, storage=None, study_name="s")   # where a study lives is not an option
 

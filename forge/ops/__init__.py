@@ -17,10 +17,7 @@ PLUGINS = ("forge.generators.ascendc.swiglu_op",)
 
 def load_plugins() -> None:
     for module in PLUGINS:
-        try:
-            importlib.import_module(module)
-        except ImportError:
-            pass
+        importlib.import_module(module)
 
 
 def register(op: Op) -> None:

@@ -244,8 +244,8 @@ class ForgeStrategy(Strategy):
             for r in pick:
                 self.proposed[int(r)] = True
             return [int(r) for r in pick]
-        model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf, max_features=1.0,
-                                    random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
+        model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf,
+                                    max_features=1.0, random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
         model.fit(self.X[rows_obs], y)
         best_row = int(rows_obs[np.argmin(y)])
         cand = free

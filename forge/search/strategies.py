@@ -44,11 +44,8 @@ def strategy_class(name: str) -> tuple[type[Strategy], dict[str, Any]]:
     sampler = _optuna_sampler(name)
     if sampler is None:
         raise ForgeInputError("strategy", f"unknown strategy {name!r}; allowed: {', '.join(strategy_names())}")
-    try:
-        from forge.search.optuna_strategy import OptunaStrategy
-    except ImportError as exc:
-        raise ForgeInputError("strategy", f"{name!r} needs forge.search.optuna_strategy, which is not "
-                              f"available here ({exc})") from None
+    from forge.search.optuna_strategy import OptunaStrategy
+
     return OptunaStrategy, {"sampler": sampler}
 
 
