@@ -214,6 +214,33 @@ def test_cann_task_edge_cases(tmp_path):
         import_cann_folder(t)
 
 
+def test_cann_swiglu_along_any_axis_is_the_last_axis_op_on_a_reshape(tmp_path):
+    """swi_glu along axis d of [outer, K, inner] maps to forge's last-axis op on [outer, K*inner];
+    the op's float64 reference on that view equals swi_glu computed along axis d (chunk in halves
+    along d, silu of the first times the second), so a wrong mapping fails here."""
+    import forge.generators.ascendc.swiglu_op  # noqa: F401  (registers the op)
+    from forge.ops import get_op
+
+    t = tmp_path / "swi_glu"
+    t.mkdir()
+    shapes = {1: ([6, 5], 0), 2: ([3, 4, 5], 1), 3: ([3, 4, 6], -1), 4: ([2, 3, 4, 2], -2), 5: ([3, 5], 0)}
+    (t / "cases.yaml").write_text(yaml.safe_dump({"cases": [
+        {"case_id": i, "input_shape": [x], "dtype": ["float32"], "attrs": {"dim": d}} for i, (x, d) in shapes.items()]}))
+    s = import_cann_folder(t)
+    assert {c.case_id: c.shape for c in s.cases} == {
+        "1": {"M": 1, "N": 15}, "2": {"M": 3, "N": 10}, "3": {"M": 12, "N": 3}, "4": {"M": 6, "N": 4}}
+    assert "axis 0 in halves; its length 3 is odd" in {u.case_id: u.reason for u in s.unsupported}["5"]
+    rng = np.random.default_rng(0)
+    for case in s.cases:
+        shape, dim = shapes[int(case.case_id)]
+        x = rng.standard_normal(shape)
+        a, b = np.split(x, 2, axis=dim)
+        expected = a / (1.0 + np.exp(-a)) * b
+        p = case.problem()
+        got = get_op("swiglu").reference_rows(p, {"x": x.reshape(p.shape["M"], -1)}, np.arange(p.shape["M"]))
+        np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
+
+
 def test_suites_load_with_ids_and_reasons():
     sol = load_suite("sol_execbench")
     assert {c.source_id for c in sol.cases} >= {"210", "230", "235", "examples/cudnn/softmax"}

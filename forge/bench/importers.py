@@ -428,6 +428,23 @@ def _last_axis_rows(c: CannCase, what: str) -> tuple[int, int]:
     return _flat_rows(x), x[-1]
 
 
+def _swiglu_rows(c: CannCase) -> tuple[int, int, int]:
+    """swi_glu along axis d of x: rows, row width and the split axis's length.
+
+    Viewed as [outer, K, inner] (K = x.shape[d]), the halves x[:, :K/2, :] and x[:, K/2:, :] of one
+    outer index are the two contiguous halves of its K·inner elements, so the op along any axis is
+    the last-axis op on x reshaped to [outer, K·inner]: no data moves, no layout caveat.
+    """
+    x = c.shapes[0]
+    if not x:
+        raise NotSupported("swi_glu input shape missing")
+    dim = int(c.attrs.get("dim", -1))
+    if not -len(x) <= dim < len(x):
+        raise NotSupported(f"swi_glu along axis {dim} of a {len(x)}-D tensor: no such axis")
+    dim %= len(x)
+    return int(np.prod(x[:dim])), int(np.prod(x[dim:])), x[dim]
+
+
 def _map_cann_rmsnorm(c: CannCase) -> Mapped:
     x = c.shapes[0]
     if not x:
@@ -446,9 +463,9 @@ def _map_cann_swiglu(c: CannCase) -> Mapped:
         op = get_op("swiglu")   # registered by the Ascend generators, loaded on demand
     except ForgeInputError:
         raise NotSupported("forge has no swiglu operator registered (get_op('swiglu') fails)") from None
-    m, width = _last_axis_rows(c, "swi_glu")
-    if width % 2:
-        raise NotSupported(f"swi_glu splits the last axis in halves; {width} is odd")
+    m, width, axis_len = _swiglu_rows(c)
+    if axis_len % 2:
+        raise NotSupported(f"swi_glu splits axis {c.attrs.get('dim', -1)} in halves; its length {axis_len} is odd")
     # Pick the shape convention of the registered op: its first input must be x[M, 2H].
     for n in (width // 2, width):
         for dims in ({"M": m, "N": n}, {"M": m, "H": n}):
