@@ -5,6 +5,7 @@ from __future__ import annotations
 import random
 import zlib
 
+import numpy as np
 import pytest
 
 from forge.backends import get_backend
@@ -21,6 +22,7 @@ CASES = [
     ("rmsnorm", {"M": 21, "N": 300}, "float32", {"residual": True}),
     ("rmsnorm", {"M": 7, "N": 8192}, "float32", {}),
     ("softmax", {"M": 50, "N": 300}, "float32", {}),
+    ("softmax_axis", {"B": 3, "K": 37, "I": 101}, "float16", {}),   # down the columns of x[B, K, I]
     ("swiglu", {"M": 6, "N": 1000}, "float16", {}),
     ("swiglu", {"M": 3, "N": 40001}, "float16", {}),            # rows longer than any chunk: chunked, unaligned tail
     # short rows, several per pass (strided DataCopyPad blocks); cann-bench swi_glu cases 12 and 9
@@ -100,3 +102,29 @@ def test_cross_row_reduction_matches_the_reference(op, dtype, n, attrs, tmp_path
     assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)
     wide = get_op(op).problem({"M": 8, "N": 100}, dtype, attrs)
     assert {c["reduce"] for c in be.space(wide).enumerate().configs()} == {"row"}
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("dtype,shape,resident", [("float32", {"B": 2, "K": 300, "I": 200}, False),
+                                                  ("bfloat16", {"B": 3, "K": 300, "I": 77}, True),
+                                                  ("float16", {"B": 1, "K": 40, "I": 4100}, False)])
+def test_softmax_axis_matches_the_reference(dtype, shape, resident, tmp_path, monkeypatch):
+    """Softmax down the columns of x[B, K, I] (cann-bench softmax along a middle axis), streamed in
+    row blocks (online max and rescaled sum, a second read) or resident (rows >= K, more than one
+    255-row broadcast call), with unaligned column blocks (streamed: wider than one 64-lane repeat). Inputs sit
+    near 100 and rise along K, so every block raises the running max: exp overflows float32
+    without the max subtracted, and a sum not rescaled when the max grows is wrong."""
+    def rising(self, name, x):
+        return 3.0 * x + 100.0 + np.linspace(0.0, 20.0, x.shape[1])[None, :, None]
+
+    monkeypatch.setattr(type(get_op("softmax_axis")), "scale_input", rising)
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("softmax_axis").problem(shape, dtype)
+    configs = [c for c in be.space(p).enumerate().configs() if (c["rows"] >= shape["K"] if resident else c["rows"] == 16)]
+    cfg = max(configs, key=lambda c: (c["cols"], c["rows"], c["cores"]))
+    assert cfg["rows"] > 255 if resident else cfg["cols"] > 64
+    v = Variant(p, "ascend910b2", cfg)
+    art = be.build(v, tmp_path)
+    assert art.ok, art.error[:3000]
+    m = be.run(art, v, seed=5, warmup=0, reps=1, timeout=120)
+    assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)

@@ -206,9 +206,11 @@ def test_cann_task_edge_cases(tmp_path):
         {"case_id": 3, "input_shape": [[4, 8]], "dtype": ["int8"]},
         {"case_id": 4, "input_shape": [[4, 8], None], "dtype": ["float32", None]}]}))
     s = import_cann_folder(t)
-    assert {c.case_id: c.shape for c in s.cases} == {"1": {"M": 32, "N": 16}, "4": {"M": 4, "N": 8}}
+    assert {c.case_id: (c.op, c.shape) for c in s.cases} == {
+        "1": ("softmax", {"M": 32, "N": 16}), "2": ("softmax_axis", {"B": 1, "K": 4, "I": 8}),
+        "4": ("softmax", {"M": 4, "N": 8})}
     reasons = {u.case_id: u.reason for u in s.unsupported}
-    assert "along axis 0" in reasons["2"] and "int8" in reasons["3"]
+    assert set(reasons) == {"3"} and "int8" in reasons["3"]
     (t / "cases.yaml").write_text(yaml.safe_dump({"cases": [{"case_id": 1, "dtype": ["float16"]}]}))
     with pytest.raises(ForgeInputError, match="input_shape"):
         import_cann_folder(t)
@@ -218,7 +220,6 @@ def test_cann_swiglu_along_any_axis_is_the_last_axis_op_on_a_reshape(tmp_path):
     """swi_glu along axis d of [outer, K, inner] maps to forge's last-axis op on [outer, K*inner];
     the op's float64 reference on that view equals swi_glu computed along axis d (chunk in halves
     along d, silu of the first times the second), so a wrong mapping fails here."""
-    import forge.generators.ascendc.swiglu_op  # noqa: F401  (registers the op)
     from forge.ops import get_op
 
     t = tmp_path / "swi_glu"
@@ -238,6 +239,35 @@ def test_cann_swiglu_along_any_axis_is_the_last_axis_op_on_a_reshape(tmp_path):
         expected = a / (1.0 + np.exp(-a)) * b
         p = case.problem()
         got = get_op("swiglu").reference_rows(p, {"x": x.reshape(p.shape["M"], -1)}, np.arange(p.shape["M"]))
+        np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
+
+
+def test_cann_softmax_along_a_middle_axis_is_softmax_axis_on_a_view(tmp_path):
+    """softmax along axis d of [outer, K, inner] maps to softmax_axis [B=outer, K, I=inner] (the
+    last axis stays forge's softmax); the op's float64 reference on that view equals softmax along
+    axis d, so a wrong mapping fails here."""
+    from forge.ops import get_op
+
+    t = tmp_path / "softmax"
+    t.mkdir()
+    shapes = {1: ([6, 5], 0), 2: ([3, 4, 5], 1), 3: ([2, 3, 4, 2], -2), 4: ([2, 3, 4, 5, 3], 3), 5: ([4, 3], 2)}
+    (t / "cases.yaml").write_text(yaml.safe_dump({"cases": [
+        {"case_id": i, "input_shape": [x], "dtype": ["float32"], "attrs": {"dim": d}} for i, (x, d) in shapes.items()]}))
+    s = import_cann_folder(t)
+    assert {c.case_id: c.shape for c in s.cases} == {
+        "1": {"B": 1, "K": 6, "I": 5}, "2": {"B": 3, "K": 4, "I": 5}, "3": {"B": 6, "K": 4, "I": 2},
+        "4": {"B": 24, "K": 5, "I": 3}}
+    assert "no such axis" in {u.case_id: u.reason for u in s.unsupported}["5"]
+    rng = np.random.default_rng(0)
+    for case in s.cases:
+        shape, dim = shapes[int(case.case_id)]
+        x = rng.standard_normal(shape)
+        e = np.exp(x - x.max(axis=dim, keepdims=True))
+        expected = e / e.sum(axis=dim, keepdims=True)
+        p = case.problem()
+        op = get_op("softmax_axis")
+        rows = np.arange(p.shape["B"] * p.shape["K"])
+        got = op.reference_rows(p, {"x": x.reshape(op.inputs(p)[0].shape)}, rows)
         np.testing.assert_allclose(got.reshape(expected.shape), expected, rtol=1e-12)
 
 

@@ -418,31 +418,16 @@ def _map_cann_attention(c: CannCase, mha: bool) -> Mapped:
                                        "not included in forge's time)"])
 
 
-def _last_axis_rows(c: CannCase, what: str) -> tuple[int, int]:
+def _axis_view(c: CannCase, what: str) -> tuple[int, int, int]:
+    """x along its `dim` attribute viewed as [outer, K, inner]: the axes before d, d, those after."""
     x = c.shapes[0]
     if not x:
         raise NotSupported(f"{what} input shape missing")
     dim = int(c.attrs.get("dim", -1))
-    if dim not in (-1, len(x) - 1):
-        raise NotSupported(f"{what} along axis {dim} of a {len(x)}-D tensor; forge's op works along the last axis only")
-    return _flat_rows(x), x[-1]
-
-
-def _swiglu_rows(c: CannCase) -> tuple[int, int, int]:
-    """swi_glu along axis d of x: rows, row width and the split axis's length.
-
-    Viewed as [outer, K, inner] (K = x.shape[d]), the halves x[:, :K/2, :] and x[:, K/2:, :] of one
-    outer index are the two contiguous halves of its K·inner elements, so the op along any axis is
-    the last-axis op on x reshaped to [outer, K·inner]: no data moves, no layout caveat.
-    """
-    x = c.shapes[0]
-    if not x:
-        raise NotSupported("swi_glu input shape missing")
-    dim = int(c.attrs.get("dim", -1))
     if not -len(x) <= dim < len(x):
-        raise NotSupported(f"swi_glu along axis {dim} of a {len(x)}-D tensor: no such axis")
+        raise NotSupported(f"{what} along axis {dim} of a {len(x)}-D tensor: no such axis")
     dim %= len(x)
-    return int(np.prod(x[:dim])), int(np.prod(x[dim:])), x[dim]
+    return int(np.prod(x[:dim])), x[dim], int(np.prod(x[dim + 1:]))
 
 
 def _map_cann_rmsnorm(c: CannCase) -> Mapped:
@@ -454,8 +439,12 @@ def _map_cann_rmsnorm(c: CannCase) -> Mapped:
 
 
 def _map_cann_softmax(c: CannCase) -> Mapped:
-    m, n = _last_axis_rows(c, "softmax")
-    return Mapped("softmax", {"M": m, "N": n}, c.dtypes[0])
+    """The last axis: forge's softmax over x[rows, N]. Another axis d: softmax_axis over x viewed as
+    [outer, K, inner] (no data moves; see forge/generators/ascendc/softmax_axis_op.py)."""
+    outer, k, inner = _axis_view(c, "softmax")
+    if inner == 1:
+        return Mapped("softmax", {"M": outer, "N": k}, c.dtypes[0])
+    return Mapped("softmax_axis", {"B": outer, "K": k, "I": inner}, c.dtypes[0])
 
 
 def _map_cann_swiglu(c: CannCase) -> Mapped:
@@ -463,7 +452,11 @@ def _map_cann_swiglu(c: CannCase) -> Mapped:
         op = get_op("swiglu")   # registered by the Ascend generators, loaded on demand
     except ForgeInputError:
         raise NotSupported("forge has no swiglu operator registered (get_op('swiglu') fails)") from None
-    m, width, axis_len = _swiglu_rows(c)
+    # Along axis d of [outer, K, inner] the halves x[:, :K/2, :] and x[:, K/2:, :] of one outer index
+    # are the two contiguous halves of its K·inner elements: the last-axis op on [outer, K·inner]
+    # computes it with no data moved.
+    m, axis_len, inner = _axis_view(c, "swi_glu")
+    width = axis_len * inner
     if axis_len % 2:
         raise NotSupported(f"swi_glu splits axis {c.attrs.get('dim', -1)} in halves; its length {axis_len} is odd")
     # Pick the shape convention of the registered op: its first input must be x[M, 2H].

@@ -12,7 +12,7 @@ from forge.ops.softmax import Softmax
 
 OPS: dict[str, Op] = {op.name: op for op in (Attention(), RMSNorm(), Softmax(), Matmul())}
 # Operators that live beside a target's generators and register themselves when imported.
-PLUGINS = ("forge.generators.ascendc.swiglu_op",)
+PLUGINS = ("forge.generators.ascendc.swiglu_op", "forge.generators.ascendc.softmax_axis_op")
 
 
 def load_plugins() -> None:

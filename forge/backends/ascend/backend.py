@@ -12,7 +12,7 @@ from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.unfused import unfused
 from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
 from forge.errors import ForgeInputError
-from forge.generators.ascendc.base import Plan, get_plan
+from forge.generators.ascendc.base import PLANS, Plan, get_plan
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Space
@@ -35,11 +35,10 @@ class AscendBackend(Backend):
 
     # -- plans and spaces --------------------------------------------------------------------
     def plan(self, problem: Problem) -> Plan:
-        import forge.generators.ascendc.swiglu_op  # noqa: F401  (registers swiglu)
         return get_plan(problem, self.hw)
 
     def supports(self, problem: Problem) -> str | None:
-        if problem.op not in ("attention", "rmsnorm", "softmax", "matmul", "swiglu"):
+        if problem.op not in PLANS:
             return f"no Ascend C generator for {problem.op}"
         if problem.op == "attention":
             if self.hw.coupled:

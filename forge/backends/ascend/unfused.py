@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+import numpy as np
+
 from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
@@ -84,8 +86,8 @@ def unfused(problem: Problem, hw: AscendHW) -> list[Kernel]:
         return ks + [stream_kernel(hw, "ms = mean(h²)", n, 1, 1, 2, e, reduce=True),
                      stream_kernel(hw, "r = rsqrt(ms + eps)", s["M"], 1, 1, 2, 4),
                      stream_kernel(hw, "y = h·r·w", n, 2, 1, 2, e)]
-    if problem.op == "softmax":
-        n = s["M"] * s["N"]
+    if problem.op in ("softmax", "softmax_axis"):              # over the last or a middle axis
+        n = int(np.prod(get_op(problem.op).output(problem).shape))
         return [stream_kernel(hw, "m = max(x)", n, 1, 1, 1, e, reduce=True),
                 stream_kernel(hw, "e = exp(x - m)", n, 1, 1, 2, e),
                 stream_kernel(hw, "s = sum(e)", n, 1, 1, 1, e, reduce=True),

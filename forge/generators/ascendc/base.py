@@ -104,14 +104,17 @@ class Plan(ABC):
         return Source(files, "kernel.cpp", "ascendc")
 
 
+# operator -> "module:class" of its plan, imported on first use
+PLANS = {"attention": "attention:AttentionPlan", "rmsnorm": "rows:RmsNormPlan", "softmax": "rows:SoftmaxPlan",
+         "matmul": "matmul:MatmulPlan", "swiglu": "swiglu:SwigluPlan", "softmax_axis": "softmax_axis:SoftmaxAxisPlan"}
+
+
 def get_plan(problem: Problem, hw: AscendHW) -> Plan:
     import importlib
 
-    plans = {"attention": "attention:AttentionPlan", "rmsnorm": "rows:RmsNormPlan", "softmax": "rows:SoftmaxPlan",
-             "matmul": "matmul:MatmulPlan", "swiglu": "swiglu:SwigluPlan"}
-    if problem.op not in plans:
-        raise ForgeInputError("op", f"{problem.op!r} has no Ascend C generator; allowed: {', '.join(sorted(plans))}")
-    module, cls = plans[problem.op].split(":")
+    if problem.op not in PLANS:
+        raise ForgeInputError("op", f"{problem.op!r} has no Ascend C generator; allowed: {', '.join(sorted(PLANS))}")
+    module, cls = PLANS[problem.op].split(":")
     return getattr(importlib.import_module(f"forge.generators.ascendc.{module}"), cls)(problem, hw)
 
 
