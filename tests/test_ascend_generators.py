@@ -82,25 +82,32 @@ def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
 @pytest.mark.slow
 @pytest.mark.parametrize("op,dtype,n,attrs", [("rmsnorm", "float16", 30, {}),
                                               ("rmsnorm", "float32", 50, {"residual": True}),
-                                              ("softmax", "bfloat16", 2, {}), ("softmax", "float32", 40, {})])
+                                              ("softmax", "bfloat16", 2, {}), ("softmax", "float32", 40, {}),
+                                              # rows of several 64-lane repeats, folded before reducing
+                                              ("softmax", "float32", 67, {}), ("softmax", "float16", 130, {}),
+                                              ("rmsnorm", "bfloat16", 100, {"residual": True}),
+                                              ("rmsnorm", "float32", 300, {})])
 def test_cross_row_reduction_matches_the_reference(op, dtype, n, attrs, tmp_path, monkeypatch):
-    """Short rows reduced together (WholeReduceSum/Max, Brcb, broadcast ops): a pass of more than
-    one GROUP of rows and a partial last group match the float64 reference; rows longer than one
-    repeat keep the row-at-a-time reduction. Softmax inputs sit near 100, where exp overflows
-    float32 unless each row's max is subtracted first."""
+    """Rows reduced together (WholeReduceSum/Max, Brcb, broadcast ops; a row of several repeats
+    folded lane-wise into one first, its padding lanes masked out) match the float64 reference, in
+    passes of the most rows that fit: more than one GROUP of rows where rows are short, and a
+    partial last group. Softmax inputs sit near +100, where exp overflows float32 unless each row's
+    max is subtracted first, and for rows of several repeats near -100, where a zero padding lane
+    left in the max fold would win. Rows over 255 blocks keep the row-at-a-time reduction."""
     if op == "softmax":
-        monkeypatch.setattr(type(get_op(op)), "scale_input", lambda self, name, x: x + 100.0)
+        shift = 100.0 if n <= 64 else -100.0
+        monkeypatch.setattr(type(get_op(op)), "scale_input", lambda self, name, x: x + shift)
     be = get_backend("ascend910b2", measure="model")
     p = get_op(op).problem({"M": 700, "N": n}, dtype, attrs)
     cross = [c for c in be.space(p).enumerate().configs() if c["reduce"] == "cross"]
     cfg = max(cross, key=lambda c: (c["rows"], c["cores"]))
-    assert cfg["rows"] > 248                                  # several vector calls per pass
+    assert cfg["rows"] > 248 or n > 64                        # several vector calls per pass
     v = Variant(p, "ascend910b2", cfg)
     art = be.build(v, tmp_path)
     assert art.ok, art.error[:3000]
     m = be.run(art, v, seed=5, warmup=0, reps=1, timeout=120)
     assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)
-    wide = get_op(op).problem({"M": 8, "N": 100}, dtype, attrs)
+    wide = get_op(op).problem({"M": 8, "N": 2041}, "float32", attrs)
     assert {c["reduce"] for c in be.space(wide).enumerate().configs()} == {"row"}
 
 

@@ -19,7 +19,10 @@ from forge.space import Constraint, Param, choice, pow2
 # Rows per high-dimensional vector call in the cross-row reduction: repeatTime <= 255 (ascend.md §1.4,
 # §2.5), a multiple of 8 so Brcb's 8 elements per repeat stay within a group.
 GROUP = 248
-ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat: a row that fits is one repeat
+ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat
+# Longest padded row of the cross-row reduction: a row's stride in a high-dimensional call is its
+# 32 B blocks, a uint8 repeat stride (ascend.md §2.5): 255 blocks, 2040 fp32 elements.
+CROSS_MAX_F32 = 255 * 8
 
 
 def fp32_scratch(name: str, nbytes: Any) -> Buffer:
@@ -32,17 +35,25 @@ class RowPlan(RowsPlan):
     n_stalls = 1                     # scalar read-backs per row
     v_passes = 6                     # fp32 vector passes over a row (cast, math, cast back)
     reduce_passes = 1
-    # reduce=cross (rows of at most one repeat reduced together, no scalar read-back): vector passes
+    # reduce=cross (a group of rows reduced together, no scalar read-back): vector passes
     # over the tile in count form, per-row repeats (a reduction counts reduce_cost_factor), and
     # count-form ops on a group's per-row values
     cross_count_passes = 3
     cross_repeat_ops = 2
     cross_reductions = 1
     cross_group_ops = 5
+    # a row of several repeats is folded lane-wise into one repeat before each reduction: in place
+    # (rmsnorm's x^2 is not needed after), or into a scratch repeat per row (softmax's values are)
+    fold_scratch = False
 
     @property
     def cols_pad(self) -> int:
         return int(round_up(self.N, 32 // self.e))
+
+    @property
+    def reps(self) -> int:
+        """256 B fp32 repeats of a padded row."""
+        return int(cdiv(self.cols_pad, ONE_REPEAT_F32))
 
     def inputs_rows(self) -> list[str]:
         return ["x"]
@@ -51,15 +62,15 @@ class RowPlan(RowsPlan):
         aiv = int(self.hw.aiv)
         return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
                 choice("reduce", ("row", "cross"), doc="row: one row at a time, a scalar read-back each; cross: "
-                       "rows of at most 64 fp32 lanes reduced together, one repeat per row"),
+                       "a group of rows reduced together, each row's repeats folded into one"),
                 choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
                 choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
 
     def extra_constraints(self) -> list[Constraint]:
-        fits, M = self.cols_pad <= ONE_REPEAT_F32, self.M
+        fits, M = self.cols_pad <= CROSS_MAX_F32, self.M
         return [Constraint("reduce", lambda c: (c["reduce"] == "row") | fits,
-                           lambda c: f"cross-row reduction needs a row of at most {ONE_REPEAT_F32} elements "
-                                     f"(one repeat); this one has {self.cols_pad}"),
+                           lambda c: f"cross-row reduction needs a row of at most {CROSS_MAX_F32} elements "
+                                     f"(255 blocks); this one has {self.cols_pad}"),
                 Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] == "cross") & (c["rows"] < 2 * M)),
                            lambda c: f"{c['rows']} rows per pass need the cross-row reduction and at most "
                                      f"about M = {M} rows")]
@@ -67,13 +78,16 @@ class RowPlan(RowsPlan):
     def reduce_buffers(self, c: dict[str, Any]) -> list[Buffer]:
         """Scratch of the reduction, 0 B where the mode does not use it. Row mode: ReduceSum/Max's
         work area and result. Cross mode: one value per row of a group (max, sum, rstd...), ones to
-        divide by, and those values broadcast to one 32 B block per row (Brcb)."""
+        divide by, those values broadcast to one 32 B block per row (Brcb), and for rows of several
+        repeats folded out of place, one repeat per row of a group."""
         cross = np.asarray(c["reduce"]) == "cross"
         gpad = round_up(np.minimum(c["rows"], GROUP), 8)
+        part = cross & (self.reps > 1) & self.fold_scratch
         return [fp32_scratch("work", np.where(cross, 0, self.cols_pad * 4)),
                 fp32_scratch("red", np.where(cross, 0, 64)),
                 fp32_scratch("stat", np.where(cross, gpad * 4, 0)), fp32_scratch("ones", np.where(cross, gpad * 4, 0)),
-                fp32_scratch("bcast", np.where(cross, gpad * 32, 0))]
+                fp32_scratch("bcast", np.where(cross, gpad * 32, 0)),
+                fp32_scratch("part", np.where(part, np.minimum(c["rows"], GROUP) * ONE_REPEAT_F32 * 4, 0))]
 
     def block_dim(self, c: dict[str, Any]) -> Any:
         return np.minimum(c["cores"], cdiv(self.M, c["rows"]))
@@ -117,16 +131,19 @@ class RowPlan(RowsPlan):
 
     def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
         """One tile of r rows: reduced one row at a time (a scalar read-back per row), or across rows
-        (one repeat per row for each reduction and broadcast op, no read-back)."""
+        (each row's repeats folded into one for each reduction, no read-back)."""
         if cfg["reduce"] == "row":
             vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
                 self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
             return Step("compute", cycles=vcyc, stalls=r * self.n_stalls)
         groups = cdiv(r, GROUP)
-        per_row = self.cross_repeat_ops + self.cross_reductions * self.hw.reduce_cost_factor
+        reps = self.reps
+        # lane-wise folds of a row's repeats into one, per reduction (plus the copy out of place)
+        folds = (reps - 1 + int(self.fold_scratch)) if reps > 1 else 0
+        per_row = self.cross_repeat_ops * reps + self.cross_reductions * (self.hw.reduce_cost_factor + folds)
         vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.cross_count_passes) + \
             self.hw.vector_cycles(r * 256, per_row) + groups * self.hw.vector_cycles(GROUP * 32, self.cross_group_ops)
-        ops = self.cross_repeat_ops + self.cross_reductions + self.cross_group_ops
+        ops = self.cross_repeat_ops * reps + self.cross_reductions * (1 + folds) + self.cross_group_ops
         return Step("compute", cycles=vcyc, calls=2 + groups * 2 * ops)        # each op and its barrier
 
     def prologue(self, cfg: dict[str, Any]) -> list[Step]:
@@ -135,7 +152,7 @@ class RowPlan(RowsPlan):
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         return dict(M=self.M, N=self.N, COLS_PAD=self.cols_pad, aligned=(self.N * self.e) % 32 == 0,
                     ELEM=self.e, inputs=self.inputs_rows(), cross=cfg["reduce"] == "cross", GROUP=GROUP,
-                    GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)))
+                    GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)), REPS=self.reps, LANES=ONE_REPEAT_F32)
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
@@ -203,3 +220,4 @@ class SoftmaxPlan(RowPlan):
     cross_reductions = 2              # WholeReduceMax, WholeReduceSum
     cross_repeat_ops = 2              # subtract the row max, multiply by 1/sum (broadcast)
     cross_group_ops = 3               # 1/sum, two Brcb
+    fold_scratch = True
