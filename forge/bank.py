@@ -5,6 +5,11 @@ result that beats it: a measured time beats any modeled one, a modeled time neve
 measured one, and within one kind the lower median wins. `forge tune` asks `bank_lookup` first
 (a hit skips the search) and offers its records to `bank_offer` at the end. The key includes the
 problem's attrs (causal, eps, ...) because they change the kernel.
+
+Each entry records the fingerprint of the code that made it (the target's backend, model and
+generators: forge.backends.code_fingerprint). An entry made by other code is stale: a changed
+generator may make other configs valid or faster, and a changed model other modeled times. A stale
+entry is never a hit (the search runs) and any entry of the current code replaces it.
 """
 from __future__ import annotations
 
@@ -16,6 +21,7 @@ import time
 from pathlib import Path
 from typing import Any, Iterable
 
+from forge.backends import target_code
 from forge.problem import Problem
 
 KIND_RANK = {"measured": 1, "modeled": 0}
@@ -37,6 +43,9 @@ class Bank:
                           "shape TEXT, dtype TEXT, attrs TEXT, config TEXT, median REAL, time_kind TEXT, "
                           "source TEXT, updated REAL)")
         self.conn.execute("CREATE TABLE IF NOT EXISTS counters (name TEXT PRIMARY KEY, value INTEGER)")
+        columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(entries)")}
+        if "code" not in columns:                 # a bank written before entries recorded their code
+            self.conn.execute("ALTER TABLE entries ADD COLUMN code TEXT NOT NULL DEFAULT ''")
 
     def close(self) -> None:
         self.conn.close()
@@ -70,14 +79,29 @@ class Bank:
         """Store `entry` if it beats the bank's; returns "added", "updated" or "kept"."""
         key = self.key(entry["op"], entry["shape"], entry["dtype"], entry.get("attrs") or {}, entry["target"])
         old = self.get(key)
-        if old is not None and not beats(entry, old):
+        if old is not None and not replaces(entry, old):
             return "kept"
-        self.conn.execute("INSERT OR REPLACE INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+        self.conn.execute("INSERT OR REPLACE INTO entries (key, op, target, shape, dtype, attrs, config, median, "
+                          "time_kind, source, updated, code) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                           (key, entry["op"], entry["target"], json.dumps(entry["shape"], sort_keys=True),
                            entry["dtype"], json.dumps(entry.get("attrs") or {}, sort_keys=True),
                            json.dumps(entry["config"], sort_keys=True), float(entry["median"]),
-                           entry.get("time_kind", "measured"), entry.get("source", ""), time.time()))
+                           entry.get("time_kind", "measured"), entry.get("source", ""), time.time(),
+                           entry.get("code", "")))
         return "added" if old is None else "updated"
+
+
+def is_current(entry: dict[str, Any]) -> bool:
+    """Made by the code this forge runs for the entry's target."""
+    return entry.get("code", "") == target_code(entry["target"])
+
+
+def replaces(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """An entry of the current code replaces a stale one (and is never replaced by one); between
+    entries of the same standing, the better result wins."""
+    if is_current(new) != is_current(old):
+        return is_current(new)
+    return beats(new, old)
 
 
 def beats(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -95,11 +119,23 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
 
 
 def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -> tuple[dict, float, str] | None:
-    """(config, median seconds, time_kind) of the best known variant, or None; counts hits/misses."""
+    """(config, median seconds, time_kind) of the best known variant, or None (nothing banked, or a
+    stale entry: see bank_stale); counts hits/misses."""
     with Bank(path) as bank:
         e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
+        if e is not None and not is_current(e):
+            e = None
         bank.bump("hits" if e else "misses")
         return (e["config"], e["median"], e["time_kind"]) if e else None
+
+
+def bank_stale(problem: Problem, target: str, path: str | Path | None = None) -> bool:
+    """True when the bank holds an entry for the problem made by other code than this forge's."""
+    if path is None and not bank_path().exists():
+        return False
+    with Bank(path) as bank:
+        e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
+    return e is not None and not is_current(e)
 
 
 def bank_neighbours(problem: Problem, target: str, k: int = 3,
@@ -128,7 +164,8 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
             continue
         k = Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target)
         cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
-                "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id}
+                "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id,
+                "code": target_code(r.target)}
         if k not in best or beats(cand, best[k]):
             best[k] = cand
     return offer_entries(best.values(), path)

@@ -19,7 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend
-from forge.bank import bank_lookup, bank_neighbours, bank_offer
+from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_stale
 from forge.backends.base import Backend
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
@@ -262,6 +262,9 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         return None
     hit = bank_lookup(ctx.problem, ctx.backend.target.name)
     if not hit:
+        if bank_stale(ctx.problem, ctx.backend.target.name):
+            ctx.console.print("tuning bank: the banked config was found by another version of this target's "
+                              "generators or model; searching")
         return None
     config = hit[0]
     space = ctx.backend.space(ctx.problem)

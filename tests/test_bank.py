@@ -5,7 +5,7 @@ import os
 import pytest
 from rich.console import Console
 
-from forge.bank import Bank, bank_lookup, bank_offer, export_bank, import_bank
+from forge.bank import Bank, bank_lookup, bank_offer, bank_stale, export_bank, import_bank, offer_entries
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.results import Record
@@ -118,3 +118,46 @@ def test_warm_start_measures_the_nearest_shapes_best_configs_first(bank, tmp_pat
     store.close()
     assert warm[0] == near_best                       # nearest shape first
     assert {json.dumps(first.config, sort_keys=True)} <= {json.dumps(c, sort_keys=True) for c in warm}
+
+
+def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypatch):
+    """A banked config found by another version of the target's generators or model is never a hit
+    (a changed generator can make other configs valid or faster), an entry of the current code
+    replaces it however slow, and it never replaces an entry of the current code (bank import)."""
+    from forge import tuner
+    from forge.backends import target_code
+    from forge.config import TuneSettings
+
+    old = {"op": P.op, "shape": P.shape, "dtype": P.dtype, "attrs": P.attrs, "target": "cpu",
+           "config": {"tile": 1}, "median": 1e-9, "time_kind": "measured", "code": "0123456789abcdef"}
+    assert offer_entries([old]) == {"added": 1, "updated": 0, "kept": 0}
+    assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
+    assert bank_offer([rec(5e-6)]) == {"added": 0, "updated": 1, "kept": 0}      # slower, but current
+    assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured") and not bank_stale(P, "cpu")
+    assert offer_entries([old]) == {"added": 0, "updated": 0, "kept": 1}         # stale never replaces current
+    with Bank() as b:
+        assert b.entries()[0]["code"] == target_code("cpu") != old["code"]
+
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "stale.sqlite"))           # a bank holding only the stale entry
+    offer_entries([old])
+    quiet = Console(file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0,
+                                  top_k=0, sampler="random", timeout=20.0, out=tmp_path / "r"), console=quiet)
+    assert json.loads((run / "run.json").read_text())["evaluated"] == 3           # searched, not served
+    assert bank_lookup(P, "cpu") is not None and not bank_stale(P, "cpu")        # and the stale entry replaced
+
+
+def test_a_bank_written_before_entries_recorded_their_code_opens_and_its_entries_are_stale(bank):
+    import sqlite3
+
+    conn = sqlite3.connect(str(bank))
+    conn.execute("CREATE TABLE entries (key TEXT PRIMARY KEY, op TEXT, target TEXT, shape TEXT, dtype TEXT, "
+                 "attrs TEXT, config TEXT, median REAL, time_kind TEXT, source TEXT, updated REAL)")
+    key = Bank.key(P.op, P.shape, P.dtype, P.attrs, "cpu")
+    conn.execute("INSERT INTO entries VALUES (?,?,?,?,?,?,?,?,?,?,?)",
+                 (key, P.op, "cpu", json.dumps(P.shape), P.dtype, json.dumps(P.attrs), '{"tile": 1}', 1e-9,
+                  "measured", "old", 0.0))
+    conn.commit()
+    conn.close()
+    assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
+    assert bank_offer([rec(5e-6)])["updated"] == 1

@@ -9,7 +9,7 @@ from forge.report.progress import make_console
 from rich.markup import escape
 from rich.table import Table
 
-from forge.bank import Bank, bank_path, export_bank, import_bank
+from forge.bank import Bank, bank_path, export_bank, import_bank, is_current
 
 bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, attrs, target).", no_args_is_help=True)
 
@@ -28,11 +28,12 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
         counters = bank.counters()
-    table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", title=str(bank_path()))
+    table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "code", title=str(bank_path()))
     for e in entries:
         table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{k}={v}" for k, v in e["shape"].items()), e["dtype"],
                       ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
-                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"])))
+                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"],
+                      "current" if is_current(e) else "stale (other generator/model version)")))
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in counters.items()))
 
@@ -45,7 +46,8 @@ def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
 
 @bank_app.command("import")
 def import_(file: Path = typer.Argument(..., help="JSON file from `forge bank export`")) -> None:
-    """Merge an export: an entry replaces the bank's only when it beats it."""
+    """Merge an export: an entry replaces the bank's only when it beats it (an entry made by another
+    version of the target's generators or model never replaces one made by this version)."""
     counts = import_bank(file)
     typer.echo(f"added {counts['added']}, updated {counts['updated']}, kept (not better) {counts['kept']}")
 
