@@ -17,6 +17,7 @@ class SwiGLU(Op):
     description = "SwiGLU activation y = silu(x[:, :N]) * x[:, N:] over x[M, 2N] (cann-bench swi_glu)"
     dims = ("M", "N")
     attr_defaults: dict = {}
+    default_shape = {"M": 1024, "N": 1024}          # x[1024, 2048], cann-bench swi_glu case 1
 
     def inputs(self, p: Problem) -> list[TensorSpec]:
         return [TensorSpec("x", (p.shape["M"], 2 * p.shape["N"]), p.dtype)]
