@@ -30,12 +30,24 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
         counters = bank.counters()
     table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "code", title=str(bank_path()))
     for e in entries:
-        table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{k}={v}" for k, v in e["shape"].items()), e["dtype"],
+        dims = [d for d in _dims(e["op"]) if d in e["shape"]] or sorted(e["shape"])
+        table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
                       ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
                       " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"],
                       "current" if is_current(e) else "stale (other generator/model version)")))
     console.print(table)
     console.print(", ".join(f"{k} {v}" for k, v in counters.items()))
+
+
+def _dims(op: str) -> tuple[str, ...]:
+    """The operator's dimension order (an op this forge does not know: none)."""
+    from forge.errors import ForgeInputError
+    from forge.ops import get_op
+
+    try:
+        return get_op(op).dims
+    except ForgeInputError:
+        return ()
 
 
 @bank_app.command("export")
