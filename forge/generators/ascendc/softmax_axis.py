@@ -121,24 +121,23 @@ class SoftmaxAxisPlan(Plan):
             return r * ln * self.e
         return r * int(round_up(ln * self.e, PACKET))
 
-    def vector_calls(self, r: int, slot: int, passes: int) -> int:
-        """Calls of the per-row broadcasts (64 lanes x up to 255 rows each) plus `passes` count-form calls."""
-        return cdiv(slot, FP32_LANES) * cdiv(r, REPEAT_MAX) + passes
+    def vector_calls(self, r: int, slot: int, bcasts: int, others: int) -> int:
+        """API calls, each with its barrier: `bcasts` per-row broadcasts (one call per 64 lanes and
+        255 rows) and `others` count-form calls."""
+        return 2 * (bcasts * cdiv(slot, FP32_LANES) * cdiv(r, REPEAT_MAX) + others)
 
     def stats_step(self, r: int, slot: int) -> Step:
-        """cast, fold max, broadcast subtract, exp, fold sum over the block, plus the few slot-long
-        ops of the running max and sum (each call with its barrier)."""
+        """cast, fold max, broadcast subtract, exp, fold sum over the block, plus the six slot-long
+        ops of the running max and sum."""
         folds = 2 * max(1, int(np.ceil(np.log2(max(r, 1)))))
         cycles = self.hw.vector_cycles(r * slot * 4, 5) + self.hw.vector_cycles(slot * 4, 6)
-        return Step("stats", cycles=cycles, calls=2 * self.vector_calls(r, slot, 2 + folds + 6))
+        return Step("stats", cycles=cycles, calls=self.vector_calls(r, slot, 1, 2 + folds + 6))
 
     def normalize_step(self, r: int, slot: int, resident: bool) -> Step:
         """Resident: scale by 1/s and cast out. Streaming: cast in, subtract m, exp, scale, cast out."""
-        bcasts = 1 if resident else 2
-        passes = 2 if resident else 5
+        bcasts, passes = (1, 2) if resident else (2, 5)
         cycles = self.hw.vector_cycles(r * slot * 4, passes)
-        return Step("normalize", cycles=cycles,
-                    calls=2 * (self.vector_calls(r, slot, passes - bcasts) + (bcasts - 1) * cdiv(slot, FP32_LANES)))
+        return Step("normalize", cycles=cycles, calls=self.vector_calls(r, slot, bcasts, passes - bcasts))
 
     def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
         bd = int(self.block_dim(cfg))
