@@ -45,6 +45,13 @@ def test_softmax_configs_correct(backend, cache_dir, m, n, index):
 
 
 @SETTINGS
+@given(st.integers(1, 3), st.integers(1, 60), st.integers(1, 150), st.integers(0, 10 ** 6))
+def test_softmax_axis_configs_correct(backend, cache_dir, b, k, i, index):
+    """Softmax down the columns of x[B, K, I]: whole column blocks and the columns past them."""
+    _build_and_run(backend, cache_dir, get_op("softmax_axis").problem(dict(B=b, K=k, I=i)), index)
+
+
+@SETTINGS
 @given(st.integers(1, 80), st.integers(1, 150), st.integers(1, 150), st.booleans(), st.integers(0, 10 ** 6))
 def test_matmul_configs_correct(backend, cache_dir, m, n, k, tb, index):
     _build_and_run(backend, cache_dir, get_op("matmul").problem(dict(M=m, N=n, K=k), "float32", {"transpose_b": tb}), index)
@@ -63,6 +70,7 @@ def test_causal_rows_without_keys_are_zero(backend, cache_dir):
     ("attention", dict(B=1, Hq=4, Hkv=2, Sq=33, Skv=47, D=24), {"causal": True}),
     ("rmsnorm", dict(M=9, N=70), {"residual": True}),
     ("softmax", dict(M=9, N=70), {}),
+    ("softmax_axis", dict(B=2, K=9, I=70), {}),
     ("matmul", dict(M=9, N=70, K=33), {"transpose_b": True}),
 ])
 def test_unfused_baseline_correct(backend, cache_dir, op, shape, attrs, monkeypatch):

@@ -440,7 +440,7 @@ def _map_cann_rmsnorm(c: CannCase) -> Mapped:
 
 def _map_cann_softmax(c: CannCase) -> Mapped:
     """The last axis: forge's softmax over x[rows, N]. Another axis d: softmax_axis over x viewed as
-    [outer, K, inner] (no data moves; see forge/generators/ascendc/softmax_axis_op.py)."""
+    [outer, K, inner] (no data moves; see forge/ops/softmax_axis.py)."""
     outer, k, inner = _axis_view(c, "softmax")
     if inner == 1:
         return Mapped("softmax", {"M": outer, "N": k}, c.dtypes[0])

@@ -9,10 +9,11 @@ from forge.ops.base import Op, TensorSpec
 from forge.ops.matmul import Matmul
 from forge.ops.rmsnorm import RMSNorm
 from forge.ops.softmax import Softmax
+from forge.ops.softmax_axis import SoftmaxAxis
 
-OPS: dict[str, Op] = {op.name: op for op in (Attention(), RMSNorm(), Softmax(), Matmul())}
+OPS: dict[str, Op] = {op.name: op for op in (Attention(), RMSNorm(), Softmax(), SoftmaxAxis(), Matmul())}
 # Operators that live beside a target's generators and register themselves when imported.
-PLUGINS = ("forge.generators.ascendc.swiglu_op", "forge.generators.ascendc.softmax_axis_op")
+PLUGINS = ("forge.generators.ascendc.swiglu_op",)
 
 
 def load_plugins() -> None:

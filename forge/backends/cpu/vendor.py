@@ -23,6 +23,7 @@ LABELS = {
     "attention": "torch.nn.functional.scaled_dot_product_attention",
     "rmsnorm": "torch.nn.functional.rms_norm",
     "softmax": "torch.softmax",
+    "softmax_axis": "torch.softmax(x, dim=1)",
     "matmul": "torch.matmul",
 }
 
@@ -92,6 +93,8 @@ def _torch_call(problem: Problem, t: dict[str, Any]):  # noqa: ANN202 - returns 
         return lambda: F.rms_norm(t["x"], n, t["weight"], eps)
     if p.op == "softmax":
         return lambda: torch.softmax(t["x"], -1)
+    if p.op == "softmax_axis":
+        return lambda: torch.softmax(t["x"], 1)
     b = t["b"].T if a.get("transpose_b") else t["b"]
     return lambda: torch.matmul(t["a"], b)
 

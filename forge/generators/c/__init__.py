@@ -103,6 +103,8 @@ def generate(p: Problem, config: dict[str, Any], target: Target) -> str:
         return _attention(p, cfg)
     if p.op == "matmul":
         return _matmul(p, cfg)
+    if p.op == "softmax_axis":
+        return render("softmax_axis.c.j2", problem_text=p.short(), config=cfg, **p.shape, **cfg)
     return _rows(p, cfg, f"{p.op}.c.j2")
 
 

@@ -153,6 +153,20 @@ def softmax_space(p: Problem, target: Target) -> Space:
                       [choice("algo", algos, doc="online: running max+sum in one read; twopass: max, then exp+sum")])
 
 
+def softmax_axis_space(p: Problem, target: Target) -> Space:
+    d = space_data()
+    o = d["softmax_axis"]
+    params = [choice("algo", o["algo"], doc="online: running max+sum in one read; twopass: max, then exp+sum"),
+              _ordered("cw", o["cw"], "adjacent columns per work item"),
+              _ordered("vec", o["vec"], "floats per SIMD vector")]
+    params += _common_params(d)
+    rules = [
+        _block_rule("cw", "I", p.shape["I"], min(o["cw"])),
+        _threads_rule(target),
+    ]
+    return Space(params, rules)
+
+
 def matmul_scratch_floats(c: Any) -> dict[str, Any]:
     """Per-thread packed panels of the matmul kernel, in floats."""
     return {"A panel": c["mc"] * c["kc"], "B panel": c["kc"] * c["nc"]}
@@ -182,7 +196,8 @@ def matmul_space(p: Problem, target: Target) -> Space:
 
 
 SPACES: dict[str, Callable[[Problem, Target], Space]] = {
-    "attention": attention_space, "rmsnorm": rmsnorm_space, "softmax": softmax_space, "matmul": matmul_space,
+    "attention": attention_space, "rmsnorm": rmsnorm_space, "softmax": softmax_space,
+    "softmax_axis": softmax_axis_space, "matmul": matmul_space,
 }
 
 

@@ -1,5 +1,4 @@
-"""The `softmax_axis` operator (registered by the Ascend generators): softmax over the middle axis
-of x[B, K, I], for each of the B·I columns of K elements.
+"""Softmax over the middle axis of x[B, K, I], for each of the B·I columns of K elements.
 
 It is softmax along any axis d of an n-D tensor viewed as [outer, K, inner] (B = the product of the
 axes before d, K = x.shape[d], I = the product of those after): cann-bench's level-2 softmax task
@@ -10,7 +9,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge.ops import register
 from forge.ops.base import Op, TensorSpec
 from forge.problem import Problem
 
@@ -49,6 +47,3 @@ class SoftmaxAxis(Op):
 
     def unfused_steps(self, p: Problem) -> list[str]:
         return ["m = max(x) (axis reduce)", "e = exp(x - m)", "s = sum(e) (axis reduce)", "y = e / s"]
-
-
-register(SoftmaxAxis())
