@@ -30,9 +30,6 @@ from forge.space import Constraint, Param, choice, pow2
 # Rows per high-dimensional (repeat) call of the per-row broadcast: repeatTime <= 255 (ascend.md §2.5).
 REPEAT_MAX = 255
 FP32_LANES = 64            # fp32 lanes of one 256 B repeat: the mask of a broadcast call covers at most these
-# GM moves are split into 128 / 256 / 512 B packets and an unaligned size rounds up (ascend.md §1.3,
-# GM-side rules): a strided row block is charged whole 128 B packets.
-PACKET = 128
 
 
 class SoftmaxAxisPlan(Plan):
@@ -115,10 +112,10 @@ class SoftmaxAxisPlan(Plan):
     # -- the modeled schedule -----------------------------------------------------------------
     def block_bytes(self, r: int, ln: int) -> int:
         """GM bytes of r rows of a ln-wide block: contiguous when the block is the whole row, else
-        r strided blocks of whole packets."""
+        r strided blocks, each rounded up to whole GM packets (ascend.md §1.3, GM-side rules)."""
         if ln == self.I:
             return r * ln * self.e
-        return r * int(round_up(ln * self.e, PACKET))
+        return r * int(round_up(ln * self.e, int(self.hw.gm_packet_bytes)))
 
     def vector_calls(self, r: int, slot: int, bcasts: int, others: int) -> int:
         """API calls, each with its barrier: `bcasts` per-row broadcasts (one call per 64 lanes and
