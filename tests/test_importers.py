@@ -105,6 +105,21 @@ def test_expr_axes_and_tolerance(tmp_path):
     assert s.cases[0].dtype == "float16" and s.cases[0].attrs["eps"] == 1e-6
 
 
+def test_sol_softmax_along_another_axis_maps_to_softmax_axis(tmp_path):
+    defn = {"name": "softmax_cols", "op_type": "softmax",
+            "axes": {"b": {"type": "var"}, "k": {"type": "const", "value": 6}, "i": {"type": "const", "value": 5}},
+            "inputs": {"x": {"shape": ["b", "k", "i"], "dtype": "float32"}},
+            "outputs": {"y": {"shape": ["b", "k", "i"], "dtype": "float32"}}}
+    work = [{"uuid": "w", "axes": {"b": 3}, "inputs": {"x": {"type": "random"}}}]
+    cases = {}
+    for dim in (1, -1, 0, 3):
+        s = import_sol_folder(write_sol(tmp_path / str(dim), dict(defn, reference=f"def run(x):\n    return torch.softmax(x, dim={dim})\n"), work))
+        cases[dim] = (s.cases[0].op, s.cases[0].shape) if s.cases else s.unsupported[0].reason
+    assert cases[1] == ("softmax_axis", {"B": 3, "K": 6, "I": 5})
+    assert cases[-1] == ("softmax", {"M": 18, "N": 5}) and cases[0] == ("softmax_axis", {"B": 1, "K": 3, "I": 30})
+    assert "no such axis" in cases[3]
+
+
 def test_expr_evaluator():
     assert evaluate("(a + 1) * b // 2 - -c ** 2", {"a": 3, "b": 5, "c": 2}) == 14
     assert resolve_axes({"x": {"type": "const", "value": 4}, "y": {"type": "expr", "expression": "z % 3"},

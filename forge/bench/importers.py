@@ -154,12 +154,18 @@ def _map_softmax(view: SolView) -> Mapped:
         raise NotSupported("softmax with more than one tensor input (mask, dropout) has no forge op")
     dims = view.dims(tensors[0])
     m = re.search(r"softmax\([^)]*dim\s*=\s*(-?\d+)", view.reference)
-    if m and int(m.group(1)) not in (-1, len(dims) - 1):
-        raise NotSupported(f"softmax over axis {m.group(1)}; forge's softmax reduces the last axis only")
     notes = [] if m else ["softmax axis not found in the reference; last axis assumed"]
     dtype = view.tensor_dtype(tensors[0])
     _check_dtype("softmax", dtype)
-    return Mapped("softmax", {"M": int(np.prod(dims[:-1])), "N": dims[-1]}, dtype, {}, notes)
+    d = int(m.group(1)) if m else -1
+    if not -len(dims) <= d < len(dims):
+        raise NotSupported(f"softmax over axis {d} of a {len(dims)}-D tensor: no such axis")
+    d %= len(dims)
+    inner = int(np.prod(dims[d + 1:]))
+    if inner == 1:
+        return Mapped("softmax", {"M": int(np.prod(dims[:d])), "N": dims[d]}, dtype, {}, notes)
+    # another axis: softmax_axis over x viewed as [outer, K, inner] (no data moves)
+    return Mapped("softmax_axis", {"B": int(np.prod(dims[:d])), "K": dims[d], "I": inner}, dtype, {}, notes)
 
 
 def uniform_indptr(total: int, parts: int) -> np.ndarray:
