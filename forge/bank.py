@@ -122,7 +122,7 @@ def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -
     """(config, median seconds, time_kind) of the best known variant, or None (nothing banked, or a
     stale entry: see bank_stale); counts hits/misses."""
     with Bank(path) as bank:
-        e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
+        e = _entry(bank, problem, target)
         if e is not None and not is_current(e):
             e = None
         bank.bump("hits" if e else "misses")
@@ -134,8 +134,12 @@ def bank_stale(problem: Problem, target: str, path: str | Path | None = None) ->
     if path is None and not bank_path().exists():
         return False
     with Bank(path) as bank:
-        e = bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
+        e = _entry(bank, problem, target)
     return e is not None and not is_current(e)
+
+
+def _entry(bank: Bank, problem: Problem, target: str) -> dict[str, Any] | None:
+    return bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
 
 
 def bank_neighbours(problem: Problem, target: str, k: int = 3,

@@ -19,8 +19,8 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend
-from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_stale
 from forge.backends.base import Backend
+from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_stale
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
 from forge.executor import Job, Outcome, make_executor

@@ -157,15 +157,23 @@ def _map_softmax(view: SolView) -> Mapped:
     notes = [] if m else ["softmax axis not found in the reference; last axis assumed"]
     dtype = view.tensor_dtype(tensors[0])
     _check_dtype("softmax", dtype)
-    d = int(m.group(1)) if m else -1
-    if not -len(dims) <= d < len(dims):
-        raise NotSupported(f"softmax over axis {d} of a {len(dims)}-D tensor: no such axis")
-    d %= len(dims)
-    inner = int(np.prod(dims[d + 1:]))
+    return _softmax_along(*axis_view(dims, int(m.group(1)) if m else -1, "softmax"), dtype, notes)
+
+
+def axis_view(shape: list[int], dim: int, what: str) -> tuple[int, int, int]:
+    """`shape` along axis `dim` viewed as [outer, K, inner]: the axes before it, it, those after."""
+    if not -len(shape) <= dim < len(shape):
+        raise NotSupported(f"{what} along axis {dim} of a {len(shape)}-D tensor: no such axis")
+    dim %= len(shape)
+    return int(np.prod(shape[:dim])), shape[dim], int(np.prod(shape[dim + 1:]))
+
+
+def _softmax_along(outer: int, k: int, inner: int, dtype: str, notes: list[str] | None = None) -> Mapped:
+    """The last axis: forge's softmax over x[rows, N]. Another axis: softmax_axis over x viewed as
+    [outer, K, inner] (no data moves; see forge/ops/softmax_axis.py)."""
     if inner == 1:
-        return Mapped("softmax", {"M": int(np.prod(dims[:d])), "N": dims[d]}, dtype, {}, notes)
-    # another axis: softmax_axis over x viewed as [outer, K, inner] (no data moves)
-    return Mapped("softmax_axis", {"B": int(np.prod(dims[:d])), "K": dims[d], "I": inner}, dtype, {}, notes)
+        return Mapped("softmax", {"M": outer, "N": k}, dtype, {}, notes or [])
+    return Mapped("softmax_axis", {"B": outer, "K": k, "I": inner}, dtype, {}, notes or [])
 
 
 def uniform_indptr(total: int, parts: int) -> np.ndarray:
@@ -425,15 +433,11 @@ def _map_cann_attention(c: CannCase, mha: bool) -> Mapped:
 
 
 def _axis_view(c: CannCase, what: str) -> tuple[int, int, int]:
-    """x along its `dim` attribute viewed as [outer, K, inner]: the axes before d, d, those after."""
+    """The case's x along its `dim` attribute as [outer, K, inner] (axis_view)."""
     x = c.shapes[0]
     if not x:
         raise NotSupported(f"{what} input shape missing")
-    dim = int(c.attrs.get("dim", -1))
-    if not -len(x) <= dim < len(x):
-        raise NotSupported(f"{what} along axis {dim} of a {len(x)}-D tensor: no such axis")
-    dim %= len(x)
-    return int(np.prod(x[:dim])), x[dim], int(np.prod(x[dim + 1:]))
+    return axis_view(x, int(c.attrs.get("dim", -1)), what)
 
 
 def _map_cann_rmsnorm(c: CannCase) -> Mapped:
@@ -445,12 +449,7 @@ def _map_cann_rmsnorm(c: CannCase) -> Mapped:
 
 
 def _map_cann_softmax(c: CannCase) -> Mapped:
-    """The last axis: forge's softmax over x[rows, N]. Another axis d: softmax_axis over x viewed as
-    [outer, K, inner] (no data moves; see forge/ops/softmax_axis.py)."""
-    outer, k, inner = _axis_view(c, "softmax")
-    if inner == 1:
-        return Mapped("softmax", {"M": outer, "N": k}, c.dtypes[0])
-    return Mapped("softmax_axis", {"B": outer, "K": k, "I": inner}, c.dtypes[0])
+    return _softmax_along(*_axis_view(c, "softmax"), c.dtypes[0])
 
 
 def _map_cann_swiglu(c: CannCase) -> Mapped:
