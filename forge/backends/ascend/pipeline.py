@@ -189,6 +189,10 @@ class Pipeline:
         """A scalar read of a vector result (ascend.md §2.8 'Automatic synchronisation')."""
         return "SetFlag<HardEvent::V_S>(EVT_V_S); WaitFlag<HardEvent::V_S>(EVT_V_S);"
 
+    def s_to_v(self) -> str:
+        """Vector use of values the scalar unit stored in UB (ascend.md §2.8)."""
+        return "SetFlag<HardEvent::S_V>(EVT_S_V); WaitFlag<HardEvent::S_V>(EVT_S_V);"
+
     def vbar(self) -> str:
         """Order two dependent vector instructions (ascend.md §2.8 PipeBarrier)."""
         return "PipeBarrier<PIPE_V>();"

@@ -2,10 +2,13 @@
 
 Three stages per tile of `rows` rows (ascend.md §2.3 vector paradigm): copy_in (MTE2) -> compute
 (V, fp32) -> copy_out (MTE3), linked by VECIN/VECOUT queues of `buffer_num` blocks. Rows whose
-byte length is not a 32 B multiple move with DataCopyPad (ascend.md §2.4.3) into 32 B-padded rows.
+byte length is not a 32 B multiple move with DataCopyPad (ascend.md §2.4.3) into 32 B-padded rows,
+except in the packed mode for short rows: there a tile is its rows' contiguous values, and two
+Gathers move it to column slabs and back, so a row of two elements does not fill a 32 B block.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -23,6 +26,12 @@ ONE_REPEAT_F32 = 64       # fp32 elements in one 256 B repeat
 # Longest padded row of the cross-row reduction: a row's stride in a high-dimensional call is its
 # 32 B blocks, a uint8 repeat stride (ascend.md §2.5): 255 blocks, 2040 fp32 elements.
 CROSS_MAX_F32 = 255 * 8
+# Longest row of the packed mode: a padded row wastes 32 B - N*e of every block, the packed mode
+# costs two Gathers and about 5N vector calls of `rows` elements per pass; from 16 elements (a
+# whole fp16 block) the padded layout wastes at most half and needs no Gather.
+PACK_MAX_N = 16
+# Fewest rows of a packed pass: column slabs start ROWS * 4 B apart, a 32 B multiple (ascend.md §1.3).
+PACK_MIN_ROWS = 8
 
 
 def fp32_scratch(name: str, nbytes: Any) -> Buffer:
@@ -61,39 +70,54 @@ class RowPlan(RowsPlan):
     def params(self) -> list[Param]:
         aiv = int(self.hw.aiv)
         return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
-                choice("reduce", ("row", "cross"), doc="row: one row at a time, a scalar read-back each; cross: "
-                       "a group of rows reduced together, each row's repeats folded into one"),
+                choice("reduce", ("row", "cross", "packed"), doc="row: one row at a time, a scalar read-back each; "
+                       "cross: a group of rows reduced together, each row's repeats folded into one; packed: rows "
+                       f"of at most {PACK_MAX_N} elements kept contiguous, gathered into column slabs"),
                 choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
                 choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
 
     def extra_constraints(self) -> list[Constraint]:
-        fits, M = self.cols_pad <= CROSS_MAX_F32, self.M
-        return [Constraint("reduce", lambda c: (c["reduce"] == "row") | fits,
+        fits, M, short = self.cols_pad <= CROSS_MAX_F32, self.M, self.N <= PACK_MAX_N
+        return [Constraint("reduce", lambda c: (c["reduce"] != "cross") | fits,
                            lambda c: f"cross-row reduction needs a row of at most {CROSS_MAX_F32} elements "
                                      f"(255 blocks); this one has {self.cols_pad}"),
-                Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] == "cross") & (c["rows"] < 2 * M)),
-                           lambda c: f"{c['rows']} rows per pass need the cross-row reduction and at most "
-                                     f"about M = {M} rows")]
+                Constraint("reduce", lambda c: (c["reduce"] != "packed") | (short & (c["rows"] >= PACK_MIN_ROWS)),
+                           lambda c: f"packed rows need rows of at most {PACK_MAX_N} elements (this one has "
+                                     f"{self.N}) and at least {PACK_MIN_ROWS} rows per pass"),
+                Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] != "row") & (c["rows"] < 2 * M)),
+                           lambda c: f"{c['rows']} rows per pass need the cross-row or packed reduction and "
+                                     f"at most about M = {M} rows")]
 
     def reduce_buffers(self, c: dict[str, Any]) -> list[Buffer]:
         """Scratch of the reduction, 0 B where the mode does not use it. Row mode: ReduceSum/Max's
         work area and result. Cross mode: one value per row of a group (max, sum, rstd...), ones to
         divide by, those values broadcast to one 32 B block per row (Brcb), and for rows of several
         repeats folded out of place, one repeat per row of a group."""
-        cross = np.asarray(c["reduce"]) == "cross"
+        mode = np.asarray(c["reduce"])
+        cross, packed, row = mode == "cross", mode == "packed", mode == "row"
         gpad = round_up(np.minimum(c["rows"], GROUP), 8)
         part = cross & (self.reps > 1) & self.fold_scratch
-        return [fp32_scratch("work", np.where(cross, 0, self.cols_pad * 4)),
-                fp32_scratch("red", np.where(cross, 0, 64)),
-                fp32_scratch("stat", np.where(cross, gpad * 4, 0)), fp32_scratch("ones", np.where(cross, gpad * 4, 0)),
+        per_row = np.where(cross, gpad * 4, np.where(packed, round_up(c["rows"], 8) * 4, 0))
+        table = np.where(packed, round_up(c["rows"] * self.N, 8) * 4, 0)
+        return [fp32_scratch("work", np.where(row, self.cols_pad * 4, 0)),
+                fp32_scratch("red", np.where(row, 64, 0)),
+                fp32_scratch("stat", per_row), fp32_scratch("ones", per_row),
                 fp32_scratch("bcast", np.where(cross, gpad * 32, 0)),
-                fp32_scratch("part", np.where(part, np.minimum(c["rows"], GROUP) * ONE_REPEAT_F32 * 4, 0))]
+                fp32_scratch("part", np.where(part, np.minimum(c["rows"], GROUP) * ONE_REPEAT_F32 * 4, 0)),
+                # packed: the column slabs and the two gather tables (byte offsets)
+                fp32_scratch("xt", table), Buffer("offT", "VECCALC", table, queue=False, ctype="int32_t"),
+                Buffer("offI", "VECCALC", table, queue=False, ctype="int32_t")]
 
     def block_dim(self, c: dict[str, Any]) -> Any:
         return np.minimum(c["cores"], cdiv(self.M, c["rows"]))
 
+    def tile_elems(self, c: dict[str, Any]) -> Any:
+        """Elements of one input block: padded rows, or (packed) the rows' values end to end."""
+        packed = np.asarray(c["reduce"]) == "packed"
+        return np.where(packed, round_up(c["rows"] * self.N, 32 // self.e), c["rows"] * self.cols_pad)
+
     def buffers(self, c: dict[str, Any]) -> list[Buffer]:
-        tile = c["rows"] * self.cols_pad
+        tile = self.tile_elems(c)
         bufs = [Buffer(n, "VECIN", tile * self.e, c["buffer_num"], ctype=self.ctype) for n in self.inputs_rows()]
         bufs.append(Buffer("y", "VECOUT", tile * self.e, c["buffer_num"], ctype=self.ctype))
         bufs += self.calc_buffers(c, tile)
@@ -107,20 +131,22 @@ class RowPlan(RowsPlan):
 
     def stages(self) -> list[Stage]:
         ins = tuple(self.inputs_rows())
-        return [Stage("copy_in", "aiv", "MTE2", produces=ins), Stage("compute", "aiv", "V", consumes=ins, produces=("y",)),
+        return [Stage("offsets", "aiv", "V"),
+                Stage("copy_in", "aiv", "MTE2", produces=ins), Stage("compute", "aiv", "V", consumes=ins, produces=("y",)),
                 Stage("copy_out", "aiv", "MTE3", consumes=("y",))]
 
     def pipeline(self, cfg: dict[str, Any]) -> Pipeline:
         bufs = [b for b in self.buffers(cfg) if int(b.nbytes) > 0]      # a mode's unused buffers have size 0
-        return Pipeline(f"forge_{self.op}", "aiv", bufs, self.stages(), [], [("V_S", 0)], int(self.block_dim(cfg)))
+        events = [("V_S", 0)] + ([("S_V", 1)] if cfg["reduce"] == "packed" else [])
+        return Pipeline(f"forge_{self.op}", "aiv", bufs, self.stages(), [], events, int(self.block_dim(cfg)))
 
     def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
         bd = int(self.block_dim(cfg))
         rows_core = cdiv(self.M, bd)
         R = cfg["rows"]
-        prog: list[Step] = []
-        pre = self.prologue(cfg)
-        prog += pre
+        prog: list[Step] = self.prologue(cfg)
+        if cfg["reduce"] == "packed":
+            prog.append(self.offsets_step(cfg))
         for t in range(cdiv(rows_core, R)):
             r = min(R, rows_core - t * R)
             row_b = r * self.N * self.e
@@ -129,9 +155,42 @@ class RowPlan(RowsPlan):
             prog.append(Step("copy_out", nbytes=row_b))
         return {"aiv0": prog}, bd
 
+    # packed mode: vector calls of `rows` elements per column (a reduction's N - 1 between slabs
+    # counts as N), and per-row calls (1/x, a statistic) per pass
+    packed_col_ops = 5                # softmax: max, - max, exp, sum, * 1/sum
+    packed_row_ops = 2                # ones, 1 / sum
+
+    def offsets_step(self, cfg: dict[str, Any]) -> Step:
+        """Building the two gather tables once per core: lcm(N, 8) + 8 scalar stores, then doubling
+        Adds (log2 steps) and one Adds per further column slab."""
+        R, N = cfg["rows"], self.N
+        seed = math.lcm(N, 8) + 8
+        adds = int(math.log2(max(R // 8, 1))) + (N - 1) + int(math.ceil(math.log2(max(R * N / math.lcm(N, 8), 1))))
+        return Step("offsets", cycles=self.hw.vector_cycles(2 * R * N * 4) + seed * self.hw.scalar_issue_cycles,
+                    calls=2 * adds, stalls=1)
+
+    def packed_step(self, cfg: dict[str, Any], r: int) -> Step:
+        """One packed tile: casts over the contiguous values, a Gather of the whole table into column
+        slabs and one of the r rows back (each element its own UB access: `gather_cost_factor`),
+        and the per-column and per-row vector calls on r elements."""
+        R, N = cfg["rows"], self.N
+        flat = r * N * 4
+        vcyc = self.hw.vector_cycles(flat, self.packed_flat_passes) + \
+            self.hw.vector_cycles(R * N * 4 + flat, self.hw.gather_cost_factor) + \
+            self.hw.vector_cycles(r * 4, self.packed_col_ops * N + self.packed_row_ops)
+        ops = self.packed_flat_passes + 2 + self.packed_col_ops * N + self.packed_row_ops
+        return Step("compute", cycles=vcyc, calls=2 * ops)                   # each op and its barrier
+
+    @property
+    def packed_flat_passes(self) -> int:
+        """Vector passes over the contiguous values: the casts in and out."""
+        return 2
+
     def compute_step(self, cfg: dict[str, Any], r: int) -> Step:
-        """One tile of r rows: reduced one row at a time (a scalar read-back per row), or across rows
-        (each row's repeats folded into one for each reduction, no read-back)."""
+        """One tile of r rows: reduced one row at a time (a scalar read-back per row), across rows
+        (each row's repeats folded into one for each reduction, no read-back), or packed."""
+        if cfg["reduce"] == "packed":
+            return self.packed_step(cfg, r)
         if cfg["reduce"] == "row":
             vcyc = self.hw.vector_cycles(r * self.cols_pad * 4, self.v_passes) + \
                 self.hw.vector_cycles(r * self.cols_pad * 4, self.reduce_passes * self.hw.reduce_cost_factor)
@@ -150,8 +209,10 @@ class RowPlan(RowsPlan):
         return []
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        packed = cfg["reduce"] == "packed"
         return dict(M=self.M, N=self.N, COLS_PAD=self.cols_pad, aligned=(self.N * self.e) % 32 == 0,
                     ELEM=self.e, inputs=self.inputs_rows(), cross=cfg["reduce"] == "cross", GROUP=GROUP,
+                    packed=packed, SEED=math.lcm(self.N, 8), COUNT="rows * N" if packed else "rows * COLS_PAD",
                     GROUP_PAD=int(round_up(min(cfg["rows"], GROUP), 8)), REPS=self.reps, LANES=ONE_REPEAT_F32)
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
@@ -184,14 +245,25 @@ class RmsNormPlan(RowPlan):
         """x^2, and the casts in and out unless in place."""
         return 1 if self.in_place else 3
 
+    packed_col_ops = 4                # x^2 and its sum, * rstd, * w
+    packed_row_ops = 5                # / N, + eps, sqrt, ones, 1 / x
+
+    @property
+    def packed_flat_passes(self) -> int:  # type: ignore[override]
+        """The casts in and out unless in place, and the residual's cast and add."""
+        residual = (1 if self.in_place else 2) if self.p.attrs.get("residual") else 0
+        return (0 if self.in_place else 2) + residual
+
     def calc_buffers(self, c: dict[str, Any], tile: Any) -> list[Buffer]:
         # the fp32 weights; in row mode x^2 of one row, in cross mode of a group of rows (in place:
         # staged in the output block); the fp32 copies of x (and r) unless in place
-        cross = np.asarray(c["reduce"]) == "cross"
+        mode = np.asarray(c["reduce"])
+        cross, packed = mode == "cross", mode == "packed"
         bufs = [fp32_scratch("wf", self.cols_pad * 4)] + self.reduce_buffers(c)
+        bufs.append(fp32_scratch("sqt", np.where(packed, round_up(c["rows"], 8) * 4, 0)))   # packed: one column's x^2
         if not self.in_place:
             g = np.minimum(c["rows"], GROUP)
-            bufs += [fp32_scratch("sq", np.where(cross, g * self.cols_pad * 4, self.cols_pad * 4)),
+            bufs += [fp32_scratch("sq", np.where(cross, g * self.cols_pad * 4, np.where(packed, 0, self.cols_pad * 4))),
                      fp32_scratch("xf", tile * 4)]
             if self.p.attrs.get("residual"):
                 bufs.append(fp32_scratch("rf", tile * 4))

@@ -487,6 +487,28 @@ __aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src
     }
 }
 
+// Gather (count form): dst[i] = the element of src at byte offset srcBaseAddr + srcOffset[i] (a
+// uint32 byte offset from src's start, a multiple of the element size). A2/A3 types: 16- and 32-bit.
+template <typename T>
+__aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<uint32_t>& srcOffset,
+                              const uint32_t srcBaseAddr, const uint32_t count,
+                              forge_emu::Loc loc = forge_emu::Loc::current()) {
+  using forge_emu::Diag;
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Gather", loc);
+  detail::vcheck(srcOffset, 0, (uint64_t)count * sizeof(uint32_t), "Gather", loc);
+  detail::vcheck(src, 0, 0, "Gather", loc);
+  std::vector<T> out(count);
+  for (uint32_t i = 0; i < count; ++i) {
+    uint64_t at = (uint64_t)srcBaseAddr + srcOffset.raw()[i];
+    if (at % sizeof(T))
+      Diag("misaligned").kv("op", "Gather").kv("index", (long long)i).kv("offset", (long long)at)
+          .msg("Gather: a source offset is not a multiple of the element size").at(loc).fail(forge_emu::EXIT_MISALIGNED);
+    src.check_range(at, sizeof(T), "Gather", loc);
+    std::memcpy(&out[i], reinterpret_cast<const uint8_t*>(src.raw()) + at, sizeof(T));
+  }
+  if (count) std::memcpy(dst.raw(), out.data(), (size_t)count * sizeof(T));
+}
+
 // ---- compare / select (bit masks, one bit per element, LSB first) --------------------------------------
 namespace detail {
 inline bool cmp(float a, float b, CMPMODE m) {
