@@ -73,8 +73,8 @@ def test_double_buffering_overlaps(hw):
     import forge.generators.ascendc.swiglu_op  # noqa: F401
     p = get_op("swiglu").problem({"M": 4096, "N": 4096}, "float16")
     plan = get_plan(p, hw)
-    one = plan.model(dict(chunk=4096, rows=1, buffer_num=1, cores=48)).seconds
-    two = plan.model(dict(chunk=4096, rows=1, buffer_num=2, cores=48)).seconds
+    one = plan.model(dict(chunk=4096, rows=1, layout="slots", buffer_num=1, cores=48)).seconds
+    two = plan.model(dict(chunk=4096, rows=1, layout="slots", buffer_num=2, cores=48)).seconds
     assert two < 0.9 * one
 
 

@@ -4,10 +4,14 @@ Work units are (row block, chunk) pairs split evenly over the AIVs; each unit is
 gate and the up halves) -> compute (V, fp32) -> copy_out (MTE3). A unit is one row's chunk, or,
 for rows no longer than a chunk, `rows` whole rows moved by one strided DataCopyPad (a block per
 row, each 32 B aligned in UB: ascend.md §2.4.3), so short rows do not cost a pass each. Chunks
-not a 32 B multiple long move with DataCopyPad too.
+not a 32 B multiple long move with DataCopyPad too. Rows of at most PACK_MAX_N elements can
+instead move as the pass's contiguous values (`layout=packed`): two Gathers pick the gate and up
+halves out of them, and the result goes out contiguous, so a row of one element does not fill a
+32 B slot.
 """
 from __future__ import annotations
 
+import math
 from typing import Any
 
 import numpy as np
@@ -17,6 +21,7 @@ from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
+from forge.generators.ascendc.rows import PACK_MAX_N, PACK_MIN_ROWS
 from forge.space import Constraint, Param, choice, pow2
 
 
@@ -29,12 +34,18 @@ class SwigluPlan(RowsPlan):
         aiv = int(self.hw.aiv)
         return [pow2("chunk", 256, 16384, doc="elements of N per UB pass"),
                 pow2("rows", 1, 2048, doc="rows per UB pass, when a whole row fits in a chunk (DataCopyPad blocks)"),
+                choice("layout", ("slots", "packed"), doc="slots: each row in its own 32 B aligned UB slot; "
+                       f"packed: rows of at most {PACK_MAX_N} elements end to end, halves gathered"),
                 choice("buffer_num", (1, 2), ordered=True),
                 choice("cores", sorted({max(1, aiv // 2), aiv}), ordered=True)]
 
     def extra_constraints(self) -> list[Constraint]:
-        N, M = self.N, self.M
-        return [Constraint("rows", lambda c: (c["rows"] == 1) | ((N <= c["chunk"]) & (c["rows"] <= M)),
+        N, M, short = self.N, self.M, self.N <= PACK_MAX_N
+        return [Constraint("layout", lambda c: (c["layout"] == "slots") | (short & (c["rows"] >= PACK_MIN_ROWS)
+                                                                          & (c["chunk"] == 256)),
+                           lambda c: f"packed rows need rows of at most {PACK_MAX_N} elements (this one has "
+                                     f"{N}) and at least {PACK_MIN_ROWS} rows per pass (chunk 256: unused)"),
+                Constraint("rows", lambda c: (c["rows"] == 1) | ((N <= c["chunk"]) & (c["rows"] <= M)),
                            lambda c: f"{c['rows']} rows per pass need the whole row (N = {N}) in a chunk "
                                      f"({c['chunk']}) and at most M = {M} rows"),
                 # a chunk over twice the row is the same kernel as the shortest chunk holding the row
@@ -47,8 +58,11 @@ class SwigluPlan(RowsPlan):
         return 32 // self.e
 
     def tile(self, c: dict[str, Any]) -> Any:
-        """Elements of one UB pass: `rows` row slots of min(chunk, N) elements, 32 B aligned."""
-        return c["rows"] * round_up(np.minimum(c["chunk"], self.N), self.per_block)
+        """Elements of one UB pass: `rows` row slots of min(chunk, N) elements, 32 B aligned, or
+        (packed) the rows' N outputs end to end."""
+        packed = np.asarray(c["layout"]) == "packed"
+        return np.where(packed, round_up(c["rows"] * self.N, self.per_block),
+                        c["rows"] * round_up(np.minimum(c["chunk"], self.N), self.per_block))
 
     def units(self, c: dict[str, Any]) -> Any:
         return cdiv(self.M, c["rows"]) * cdiv(self.N, c["chunk"])
@@ -58,37 +72,60 @@ class SwigluPlan(RowsPlan):
 
     def resources(self, c: dict[str, Any]) -> Resources:
         t = self.tile(c)
-        bufs = [Buffer("a", "VECIN", t * self.e, c["buffer_num"], ctype=self.ctype),
+        packed = np.asarray(c["layout"]) == "packed"
+        table = np.where(packed, round_up(c["rows"] * self.N, 8) * 4, 0)
+        # packed: `a` holds the pass's 2N values per row end to end, `b` the gathered up halves
+        a_elems = np.where(packed, round_up(2 * c["rows"] * self.N, self.per_block), t)
+        bufs = [Buffer("a", "VECIN", a_elems * self.e, c["buffer_num"], ctype=self.ctype),
                 Buffer("b", "VECIN", t * self.e, c["buffer_num"], ctype=self.ctype),
                 Buffer("y", "VECOUT", t * self.e, c["buffer_num"], ctype=self.ctype),
                 Buffer("af", "VECCALC", t * 4, queue=False, ctype="float"),
                 Buffer("bf", "VECCALC", t * 4, queue=False, ctype="float"),
-                Buffer("tf", "VECCALC", t * 4, queue=False, ctype="float")]
-        return Resources(bufs, self.block_dim(c), "aiv")
+                Buffer("tf", "VECCALC", t * 4, queue=False, ctype="float"),
+                Buffer("offA", "VECCALC", table, queue=False, ctype="int32_t"),
+                Buffer("offB", "VECCALC", table, queue=False, ctype="int32_t")]
+        return Resources(bufs, self.block_dim(c), "aiv", events=np.asarray(packed, dtype=int))
 
     def pipeline(self, cfg: dict[str, Any]) -> Pipeline:
-        st = [Stage("copy_in", "aiv", "MTE2", produces=("a", "b")),
+        st = [Stage("offsets", "aiv", "V"), Stage("copy_in", "aiv", "MTE2", produces=("a", "b")),
               Stage("compute", "aiv", "V", consumes=("a", "b"), produces=("y",)),
               Stage("copy_out", "aiv", "MTE3", consumes=("y",))]
-        return Pipeline("forge_swiglu", "aiv", self.resources(cfg).buffers, st, [], [], int(self.block_dim(cfg)))
+        bufs = [b for b in self.resources(cfg).buffers if int(b.nbytes) > 0]
+        events = [("S_V", 0)] if cfg["layout"] == "packed" else []
+        return Pipeline("forge_swiglu", "aiv", bufs, st, [], events, int(self.block_dim(cfg)))
 
     def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
         bd = int(self.block_dim(cfg))
         t, R = cfg["chunk"], cfg["rows"]
         per_row = cdiv(self.N, t)
         n_units = cdiv(self.units(cfg), bd)
-        prog: list[Step] = []
+        packed = cfg["layout"] == "packed"
+        prog: list[Step] = [self.offsets_step(R)] if packed else []
         for u in range(int(n_units)):
             ln = min(t, self.N - (u % per_row) * t)
             r = min(R, self.M - (u // per_row) * R) if R > 1 else 1
+            if packed:                # contiguous moves; two Gathers of r * N elements each
+                prog += [Step("copy_in", nbytes=2 * r * self.N * self.e),
+                         Step("compute", cycles=self.hw.vector_cycles(r * self.N * 4, 9) +
+                              self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor), calls=24),
+                         Step("copy_out", nbytes=r * self.N * self.e)]
+                continue
             slot = round_up(ln, self.per_block)          # GM moves in 32 B granules (ascend.md §1.3)
             prog += [Step("copy_in", nbytes=2 * r * slot * self.e),
                      Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, 9)),
                      Step("copy_out", nbytes=r * slot * self.e)]
         return {"aiv0": prog}, bd
 
+    def offsets_step(self, R: int) -> Step:
+        """Building the two gather tables once per core: lcm(N, 8) scalar stores, doubling Adds."""
+        seed = math.lcm(self.N, 8)
+        adds = int(math.ceil(math.log2(max(R * self.N / seed, 1)))) + 1
+        return Step("offsets", cycles=self.hw.vector_cycles(2 * R * self.N * 4) + seed * self.hw.scalar_issue_cycles,
+                    calls=2 * adds, stalls=1)
+
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
-        return dict(M=self.M, N=self.N, ELEM=self.e, CHUNK=cfg["chunk"], ROWS=cfg["rows"], PER_BLOCK=self.per_block)
+        return dict(M=self.M, N=self.N, ELEM=self.e, CHUNK=cfg["chunk"], ROWS=cfg["rows"], PER_BLOCK=self.per_block,
+                    packed=cfg["layout"] == "packed", SEED=math.lcm(self.N, 8))
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
