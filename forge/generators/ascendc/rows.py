@@ -155,10 +155,10 @@ class RowPlan(RowsPlan):
             prog.append(Step("copy_out", nbytes=row_b))
         return {"aiv0": prog}, bd
 
-    # packed mode: vector calls of `rows` elements per column (a reduction's N - 1 between slabs
-    # counts as N), and per-row calls (1/x, a statistic) per pass
-    packed_col_ops = 5                # softmax: max, - max, exp, sum, * 1/sum
-    packed_row_ops = 2                # ones, 1 / sum
+    # packed mode: vector calls of `rows` elements per column slab (a reduction's N - 1 calls
+    # between slabs counted as N), and calls on the per-row values, per pass (set by each op)
+    packed_col_ops = 0
+    packed_row_ops = 0
 
     def offsets_step(self, cfg: dict[str, Any]) -> Step:
         """Building the two gather tables once per core: lcm(N, 8) + 8 scalar stores, then doubling
@@ -293,3 +293,5 @@ class SoftmaxPlan(RowPlan):
     cross_repeat_ops = 2              # subtract the row max, multiply by 1/sum (broadcast)
     cross_group_ops = 3               # 1/sum, two Brcb
     fold_scratch = True
+    packed_col_ops = 5                # max, - max, exp, sum, * 1/sum
+    packed_row_ops = 2                # ones, 1 / sum
