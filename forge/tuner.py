@@ -179,8 +179,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     enum = space.enumerate()
     enum_seconds = time.perf_counter() - t0
     if len(enum) == 0:
-        counts = ", ".join(f"{k}: {v}" for k, v in enum.reason_counts.items())
-        raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts})")
+        counts = ", ".join(f"{k}: {v}" for k, v in enum.reason_counts.items() if v)
+        first = space.config_from_indices([0] * len(space.params))
+        raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts}); e.g. "
+                                       f"{first}: {'; '.join(space.check(first))}")
 
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable

@@ -83,6 +83,9 @@ def test_parse_pairs():
     (["tune", "--op", "softmax", "--shape", "M=4,N=x"], "--shape N"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--sampler-options", "cap=2"], "--sampler-options.cap"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--sampler-options", "nope=1"], "not an option of forge"),
+    # an empty space names the rule that empties it, with an example point
+    (["tune", "--op", "softmax", "--shape", "M=100,N=40", "--target", "ascend910b2", "--space", "reduce=packed"],
+     "packed rows need rows of at most 16 elements"),
     (["report", "/nonexistent/run"], "not a forge run folder"),
 ])
 def test_cli_errors_exit_2_and_name_the_field(args, needle):

@@ -14,6 +14,7 @@ from typing import Any
 import numpy as np
 
 from forge.backends.ascend.constraints import Resources
+from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
@@ -32,6 +33,18 @@ CROSS_MAX_F32 = 255 * 8
 PACK_MAX_N = 16
 # Fewest rows of a packed pass: column slabs start ROWS * 4 B apart, a 32 B multiple (ascend.md §1.3).
 PACK_MIN_ROWS = 8
+
+
+def doublings(entries: int, seed: int) -> int:
+    """Vector Adds that double a table from its first `seed` entries to `entries`."""
+    return int(math.ceil(math.log2(max(entries / seed, 1))))
+
+
+def gather_tables_step(hw: AscendHW, entries: int, stores: int, adds: int) -> Step:
+    """Building packed mode's gather tables once per core (int32 entries): `stores` written by the
+    scalar unit, then `adds` vector Adds (each with its barrier), one S->V wait."""
+    return Step("offsets", cycles=hw.vector_cycles(entries * 4) + stores * hw.scalar_issue_cycles,
+                calls=2 * adds, stalls=1)
 
 
 def fp32_scratch(name: str, nbytes: Any) -> Buffer:
@@ -127,7 +140,9 @@ class RowPlan(RowsPlan):
         return [fp32_scratch("xf", tile * 4)] + self.reduce_buffers(c)
 
     def resources(self, c: dict[str, Any]) -> Resources:
-        return Resources(self.buffers(c), self.block_dim(c), "aiv", events=1)
+        # V_S for the scalar read-backs; packed also S_V after storing its gather tables' first entries
+        events = np.where(np.asarray(c["reduce"]) == "packed", 2, 1)
+        return Resources(self.buffers(c), self.block_dim(c), "aiv", events=events)
 
     def stages(self) -> list[Stage]:
         ins = tuple(self.inputs_rows())
@@ -164,10 +179,8 @@ class RowPlan(RowsPlan):
         """Building the two gather tables once per core: lcm(N, 8) + 8 scalar stores, then doubling
         Adds (log2 steps) and one Adds per further column slab."""
         R, N = cfg["rows"], self.N
-        seed = math.lcm(N, 8) + 8
-        adds = int(math.log2(max(R // 8, 1))) + (N - 1) + int(math.ceil(math.log2(max(R * N / math.lcm(N, 8), 1))))
-        return Step("offsets", cycles=self.hw.vector_cycles(2 * R * N * 4) + seed * self.hw.scalar_issue_cycles,
-                    calls=2 * adds, stalls=1)
+        adds = int(math.log2(max(R // 8, 1))) + (N - 1) + doublings(R * N, math.lcm(N, 8))
+        return gather_tables_step(self.hw, 2 * R * N, math.lcm(N, 8) + 8, adds)
 
     def packed_step(self, cfg: dict[str, Any], r: int) -> Step:
         """One packed tile: casts over the contiguous values, a Gather of the whole table into column

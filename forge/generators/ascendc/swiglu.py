@@ -21,7 +21,7 @@ from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
 from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
-from forge.generators.ascendc.rows import PACK_MAX_N, PACK_MIN_ROWS
+from forge.generators.ascendc.rows import PACK_MAX_N, PACK_MIN_ROWS, doublings, gather_tables_step
 from forge.space import Constraint, Param, choice, pow2
 
 
@@ -29,6 +29,7 @@ class SwigluPlan(RowsPlan):
     op = "swiglu"
     template = "swiglu.cpp.j2"
     kind = "aiv"
+    compute_passes = 9               # fp32 vector passes over a pass's values: casts, silu, product
 
     def params(self) -> list[Param]:
         aiv = int(self.hw.aiv)
@@ -106,22 +107,20 @@ class SwigluPlan(RowsPlan):
             r = min(R, self.M - (u // per_row) * R) if R > 1 else 1
             if packed:                # contiguous moves; two Gathers of r * N elements each
                 prog += [Step("copy_in", nbytes=2 * r * self.N * self.e),
-                         Step("compute", cycles=self.hw.vector_cycles(r * self.N * 4, 9) +
-                              self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor), calls=24),
+                         Step("compute", cycles=self.hw.vector_cycles(r * self.N * 4, self.compute_passes) +
+                              self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor)),
                          Step("copy_out", nbytes=r * self.N * self.e)]
                 continue
             slot = round_up(ln, self.per_block)          # GM moves in 32 B granules (ascend.md §1.3)
             prog += [Step("copy_in", nbytes=2 * r * slot * self.e),
-                     Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, 9)),
+                     Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, self.compute_passes)),
                      Step("copy_out", nbytes=r * slot * self.e)]
         return {"aiv0": prog}, bd
 
     def offsets_step(self, R: int) -> Step:
         """Building the two gather tables once per core: lcm(N, 8) scalar stores, doubling Adds."""
         seed = math.lcm(self.N, 8)
-        adds = int(math.ceil(math.log2(max(R * self.N / seed, 1)))) + 1
-        return Step("offsets", cycles=self.hw.vector_cycles(2 * R * self.N * 4) + seed * self.hw.scalar_issue_cycles,
-                    calls=2 * adds, stalls=1)
+        return gather_tables_step(self.hw, 2 * R * self.N, seed, doublings(R * self.N, seed) + 1)
 
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
         return dict(M=self.M, N=self.N, ELEM=self.e, CHUNK=cfg["chunk"], ROWS=cfg["rows"], PER_BLOCK=self.per_block,
