@@ -78,6 +78,21 @@ def test_double_buffering_overlaps(hw):
     assert two < 0.9 * one
 
 
+def test_strided_gm_blocks_are_charged_whole_packets_by_every_plan(hw):
+    """ascend.md §1.3: GM moves in 128/256/512 B packets and unaligned sizes round up. A strided
+    block (swiglu's gate and up halves, softmax_axis's column block) is one burst per row, so a
+    40-element bf16 block (80 B) costs one 128 B packet per row; a block that is the whole row
+    moves contiguously and costs its bytes."""
+    import forge.generators.ascendc.swiglu_op  # noqa: F401
+    packet = int(hw.gm_packet_bytes)
+    sw = get_plan(get_op("swiglu").problem({"M": 64, "N": 40}, "bfloat16"), hw)
+    prog = sw.programs(dict(chunk=256, rows=8, layout="slots", buffer_num=2, cores=8))[0]["aiv0"]
+    moves = {st.stage: st.nbytes for st in prog[:3]}
+    assert moves == {"copy_in": 2 * 8 * packet, "compute": 0, "copy_out": 8 * 40 * 2}, moves
+    sa = get_plan(get_op("softmax_axis").problem({"B": 2, "K": 64, "I": 40}, "bfloat16"), hw)
+    assert sa.block_bytes(8, 16) == 8 * packet and sa.block_bytes(8, 40) == 8 * 40 * 2
+
+
 def test_deadlock_is_reported(hw):
     pl = Pipeline("k", "aiv", [Buffer("x", "VECIN", 1024, 1)],
                   [Stage("in", "aiv", "MTE2", produces=("x",)), Stage("v", "aiv", "V", consumes=("x",))])

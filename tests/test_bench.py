@@ -36,6 +36,7 @@ class FakeSettings:
     measure: str = "auto"
     out: Any = None
     seed: int = 0
+    sampler: str = "forge"
 
 
 class FakeTuner:
@@ -177,6 +178,16 @@ def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner)
         run_bench(make_suite(), "cpu", tmp_path / "b", options={"measure": "nope", "top_k": None})
     assert exc.value.field == "--measure" and "'auto'" in str(exc.value)
     assert not (tmp_path / "b").exists()
+    with pytest.raises(ForgeInputError) as exc:
+        run_bench(make_suite(), "cpu", tmp_path / "b", options={"sampler": "annealing"})
+    assert exc.value.field == "--sampler" and "random" in str(exc.value)
+    assert not (tmp_path / "b").exists()
+
+
+def test_sampler_reaches_every_case(tmp_path, fake_tuner):
+    tuner = fake_tuner(PLAN)
+    run_bench(make_suite(), "cpu", tmp_path, budget_per_case=8, options={"sampler": "random"})
+    assert [c.sampler for c in tuner.calls] == ["random"] * 4
 
 
 def test_reports_written_in_all_formats(tmp_path, fake_tuner):

@@ -11,6 +11,7 @@ from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.errors import ForgeInputError, writing
+from forge.search.strategies import small_budget_note
 
 
 def bench(
@@ -22,6 +23,8 @@ def bench(
     budget_per_case: Optional[int] = typer.Option(None, "--budget-per-case", min=1, help="trials per case"),
     out: Optional[Path] = typer.Option(None, "--out", help="bench folder (default results/bench-<suite>-<target>); "
                                                            "rerunning into it resumes"),
+    sampler: Optional[str] = typer.Option(None, "--sampler", help="search strategy of every case (default: tune's, "
+                                                                     "forge); e.g. random for budgets under 16"),
     measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
     seed: int = typer.Option(0, "--seed"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
@@ -44,9 +47,13 @@ def bench(
     bench_dir = out or Path("results") / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")
     if not report_only:
+        note = small_budget_note(sampler or "forge", budget_per_case)
+        if note:
+            typer.echo(note)
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
-                           options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k},
+                           options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
+                                    "sampler": sampler},
                            retry_refused=retry_refused, progress=typer.echo)
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")

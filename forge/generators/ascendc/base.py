@@ -85,6 +85,14 @@ class Plan(ABC):
     def workspace_bytes(self, cfg: dict[str, Any]) -> int:
         return 0
 
+    def gm_rows_bytes(self, rows: int, block: int, row: int) -> int:
+        """GM bytes of `rows` blocks of `block` elements cut from rows of `row` elements: one
+        contiguous transfer when a block is the whole row, else one burst per block, each rounded
+        up to whole GM packets (ascend.md §1.3, GM-side rules: "unaligned sizes round up")."""
+        if block == row:
+            return rows * block * self.e
+        return rows * int(round_up(block * self.e, int(self.hw.gm_packet_bytes)))
+
     # -- rendering ----------------------------------------------------------------------------
     def render(self, cfg: dict[str, Any]) -> Source:
         pl = self.pipeline(cfg)

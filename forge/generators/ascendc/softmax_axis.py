@@ -111,11 +111,8 @@ class SoftmaxAxisPlan(Plan):
 
     # -- the modeled schedule -----------------------------------------------------------------
     def block_bytes(self, r: int, ln: int) -> int:
-        """GM bytes of r rows of a ln-wide block: contiguous when the block is the whole row, else
-        r strided blocks, each rounded up to whole GM packets (ascend.md §1.3, GM-side rules)."""
-        if ln == self.I:
-            return r * ln * self.e
-        return r * int(round_up(ln * self.e, int(self.hw.gm_packet_bytes)))
+        """GM bytes of r rows of a ln-wide column block."""
+        return self.gm_rows_bytes(r, ln, self.I)
 
     def vector_calls(self, r: int, slot: int, bcasts: int, others: int) -> int:
         """API calls, each with its barrier: `bcasts` per-row broadcasts (one call per 64 lanes and

@@ -111,10 +111,12 @@ class SwigluPlan(RowsPlan):
                               self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor)),
                          Step("copy_out", nbytes=r * self.N * self.e)]
                 continue
-            slot = round_up(ln, self.per_block)          # GM moves in 32 B granules (ascend.md §1.3)
-            prog += [Step("copy_in", nbytes=2 * r * slot * self.e),
+            slot = round_up(ln, self.per_block)          # UB work: whole 32 B blocks (ascend.md §1.3)
+            # GM: the gate and up blocks are always strided (half a row each), the output's are
+            # contiguous when a block is the whole row
+            prog += [Step("copy_in", nbytes=2 * self.gm_rows_bytes(r, ln, 2 * self.N)),
                      Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, self.compute_passes)),
-                     Step("copy_out", nbytes=r * slot * self.e)]
+                     Step("copy_out", nbytes=self.gm_rows_bytes(r, ln, self.N))]
         return {"aiv0": prog}, bd
 
     def offsets_step(self, R: int) -> Step:
