@@ -15,7 +15,7 @@ from rich.table import Table
 
 from forge.errors import ForgeInputError, writing
 from forge.report.progress import make_console
-from forge.search.strategies import OPTUNA_SAMPLERS, small_budget_note
+from forge.search.strategies import OPTUNA_SAMPLERS
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
@@ -132,9 +132,6 @@ def tune(
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
     for s in settings:
-        note = small_budget_note(s.sampler, s.trials)
-        if note:
-            err.print(f"[yellow]{escape(note)}[/yellow]", highlight=False)
         run = tuner.tune(s, console=err)
         _print_report(run)
 

@@ -55,14 +55,6 @@ def test_unknown_sampler_fails_before_anything_is_measured_or_written(tmp_path):
     assert not out.exists()
 
 
-def test_a_small_budget_on_the_default_sampler_suggests_random(tmp_path):
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=4,N=8",
-                           "--trials", "2", "--reps", "1", "--top-k", "0", "--no-bank", "--out", str(tmp_path / "r")],
-                          capture_output=True, text=True, timeout=120)
-    assert proc.returncode == 0, proc.stderr
-    assert "--sampler random" in proc.stderr
-
-
 def test_sampler_options_are_kept_for_the_run_and_checked_by_value(tmp_path):
     cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {path_floor: 0.75}\n"))
     assert cfg.settings()[0].sampler_options == {"path_floor": 0.75}

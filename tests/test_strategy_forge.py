@@ -188,10 +188,3 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
     s.options = s.options.model_copy(update={"path_floor": 1e-9})   # every path above a tiny floor
     assert s._floor_choice(cand, alive, score) is None
 
-
-def test_small_budget_note_only_for_the_default_sampler_under_its_threshold():
-    from forge.search.strategies import SMALL_BUDGET, small_budget_note
-
-    assert "--sampler random" in small_budget_note("forge", SMALL_BUDGET - 1)
-    assert small_budget_note("forge", SMALL_BUDGET) is None
-    assert small_budget_note("random", 4) is None and small_budget_note("forge", None) is None

@@ -11,7 +11,6 @@ from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.errors import ForgeInputError, writing
-from forge.search.strategies import small_budget_note
 
 
 def bench(
@@ -24,7 +23,7 @@ def bench(
     out: Optional[Path] = typer.Option(None, "--out", help="bench folder (default results/bench-<suite>-<target>); "
                                                            "rerunning into it resumes"),
     sampler: Optional[str] = typer.Option(None, "--sampler", help="search strategy of every case (default: tune's, "
-                                                                     "forge); e.g. random for budgets under 16"),
+                                                                     "forge)"),
     measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
     seed: int = typer.Option(0, "--seed"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
@@ -47,9 +46,6 @@ def bench(
     bench_dir = out or Path("results") / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")
     if not report_only:
-        note = small_budget_note(sampler or "forge", budget_per_case)
-        if note:
-            typer.echo(note)
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,

@@ -24,21 +24,6 @@ NATIVE = {
 }
 
 
-# Below this many evaluations forge's default is mostly its space-filling start (corner points)
-# and trails uniform random search on most measured spaces; from it on, it leads on most
-# (benchmarks/README.md, "Small budgets": 6 of 9 spaces behind at 8 evaluations, 7 ahead at 16).
-SMALL_BUDGET = 16
-
-
-def small_budget_note(sampler: str, trials: int | None) -> str | None:
-    """What to tell a user who runs the default sampler on fewer trials than SMALL_BUDGET."""
-    if sampler != "forge" or trials is None or trials >= SMALL_BUDGET:
-        return None
-    return (f"note: under {SMALL_BUDGET} trials forge's sampler is mostly its space-filling start; "
-            "`--sampler random` did better at such budgets on most measured spaces "
-            "(benchmarks/README.md, \"Small budgets\")")
-
-
 def strategy_names() -> list[str]:
     return list(NATIVE) + [f"optuna-{s}" for s in OPTUNA_SAMPLERS] + [s for s in OPTUNA_SAMPLERS if s != "random"]
 
