@@ -98,6 +98,24 @@ def test_matmul_blockdim_and_tcube_limits(hw):
     assert "L1: 1024 KiB > 512 KiB" in text           # (256 + 256) x 128 x 4 x 2 B x 2
 
 
+@pytest.mark.parametrize("op,shape", [("softmax_axis", {"B": 1, "K": 512, "I": 2049}),   # cann-bench softmax 16
+                                      ("rmsnorm", {"M": 2431, "N": 67}), ("swiglu", {"M": 143, "N": 536})])
+def test_no_two_valid_configs_launch_the_same_vector_kernel(hw, op, shape):
+    """Core counts above a kernel's work units launch it on min(cores, units) cores: such configs
+    used to be valid side by side (81 of 312 in cann-bench softmax case 16) and a trial could
+    measure the same kernel twice."""
+    import forge.generators.ascendc.swiglu_op  # noqa: F401
+    plan = get_plan(get_op(op).problem(shape, "float16"), hw)
+    space = plan.space()
+    kernels = [(tuple(sorted((k, v) for k, v in c.items() if k != "cores")), int(plan.block_dim(c)))
+               for c in space.enumerate().configs()]
+    assert kernels and len(set(kernels)) == len(kernels)
+    if op == "softmax_axis":      # 3 units of 1024 columns: 12 cores cover them, 24 and 48 repeat it
+        cfg = dict(cols=1024, rows=8, buffer_num=2, cores=24)
+        assert any("repeats a smaller core count" in r and "3 work units" in r for r in space.check(cfg))
+        assert space.check(dict(cfg, cores=12)) == []
+
+
 def test_no_template_places_sync_by_hand():
     for f in TEMPLATES.glob("*.j2"):
         text = f.read_text()

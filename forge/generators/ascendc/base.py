@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 from abc import ABC, abstractmethod
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 import jinja2
 import numpy as np
@@ -17,7 +17,7 @@ from forge.backends.base import Source
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.problem import Problem
-from forge.space import Constraint, Param, Space
+from forge.space import Constraint, Param, Space, choice
 
 TEMPLATES = Path(__file__).parent / "templates"
 _env = jinja2.Environment(loader=jinja2.FileSystemLoader(str(TEMPLATES)), undefined=jinja2.StrictUndefined,
@@ -84,6 +84,24 @@ class Plan(ABC):
 
     def workspace_bytes(self, cfg: dict[str, Any]) -> int:
         return 0
+
+    def cores_param(self, divisors: tuple[int, ...] = (4, 2, 1)) -> Param:
+        """AIVs a vector kernel asks for: these fractions of the target's AIV count."""
+        aiv = int(self.hw.aiv)
+        return choice("cores", sorted({max(1, aiv // d) for d in divisors}), ordered=True, doc="AIVs used")
+
+    def cores_constraint(self, units: Callable[[dict[str, Any]], Any]) -> Constraint:
+        """Every core count at or above a vector kernel's work units launches the same kernel
+        (block_dim = min(cores, units)); only the smallest of them is kept, so no trial measures a
+        duplicate."""
+        counts = np.array(next(p for p in self.params() if p.name == "cores").values)
+        below = np.concatenate([[0], counts])      # the next smaller count of each, 0 for the first
+
+        def ok(c: dict[str, Any]) -> Any:
+            return below[np.searchsorted(counts, c["cores"])] < units(c)
+
+        return Constraint("cores", ok, lambda c: f"cores {c['cores']} repeats a smaller core count: "
+                                                 f"the kernel has only {int(units(c))} work units")
 
     def gm_rows_bytes(self, rows: int, block: int, row: int) -> int:
         """GM bytes of `rows` blocks of `block` elements cut from rows of `row` elements: one

@@ -81,13 +81,12 @@ class RowPlan(RowsPlan):
         return ["x"]
 
     def params(self) -> list[Param]:
-        aiv = int(self.hw.aiv)
         return [pow2("rows", 1, 2048, doc="rows per UB pass (over 64 only with the cross-row reduction)"),
                 choice("reduce", ("row", "cross", "packed"), doc="row: one row at a time, a scalar read-back each; "
                        "cross: a group of rows reduced together, each row's repeats folded into one; packed: rows "
                        f"of at most {PACK_MAX_N} elements kept contiguous, gathered into column slabs"),
                 choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
-                choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
+                self.cores_param()]
 
     def extra_constraints(self) -> list[Constraint]:
         fits, M, short = self.cols_pad <= CROSS_MAX_F32, self.M, self.N <= PACK_MAX_N
@@ -99,7 +98,8 @@ class RowPlan(RowsPlan):
                                      f"{self.N}) and at least {PACK_MIN_ROWS} rows per pass"),
                 Constraint("rows", lambda c: (c["rows"] <= 64) | ((c["reduce"] != "row") & (c["rows"] < 2 * M)),
                            lambda c: f"{c['rows']} rows per pass need the cross-row or packed reduction and "
-                                     f"at most about M = {M} rows")]
+                                     f"at most about M = {M} rows"),
+                self.cores_constraint(self.units)]
 
     def reduce_buffers(self, c: dict[str, Any]) -> list[Buffer]:
         """Scratch of the reduction, 0 B where the mode does not use it. Row mode: ReduceSum/Max's
@@ -121,8 +121,11 @@ class RowPlan(RowsPlan):
                 fp32_scratch("xt", table), Buffer("offT", "VECCALC", table, queue=False, ctype="int32_t"),
                 Buffer("offI", "VECCALC", table, queue=False, ctype="int32_t")]
 
+    def units(self, c: dict[str, Any]) -> Any:
+        return cdiv(self.M, c["rows"])
+
     def block_dim(self, c: dict[str, Any]) -> Any:
-        return np.minimum(c["cores"], cdiv(self.M, c["rows"]))
+        return np.minimum(c["cores"], self.units(c))
 
     def tile_elems(self, c: dict[str, Any]) -> Any:
         """Elements of one input block: padded rows, or (packed) the rows' values end to end."""

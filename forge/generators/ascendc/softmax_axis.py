@@ -55,11 +55,10 @@ class SoftmaxAxisPlan(Plan):
         return 32 // self.e
 
     def params(self) -> list[Param]:
-        aiv = int(self.hw.aiv)
         return [pow2("cols", 16, 1024, doc="columns of I per work unit (the width of a strided row block)"),
                 pow2("rows", 1, 2048, doc="rows of K per UB pass; at least K keeps the whole column block resident"),
                 choice("buffer_num", (1, 2), ordered=True, doc="VECIN/VECOUT blocks (2 = double buffering)"),
-                choice("cores", sorted({max(1, aiv // 4), max(1, aiv // 2), aiv}), ordered=True, doc="AIVs used")]
+                self.cores_param()]
 
     def extra_constraints(self) -> list[Constraint]:
         K, I = self.K, self.I
@@ -67,7 +66,8 @@ class SoftmaxAxisPlan(Plan):
         return [Constraint("cols", lambda c: (c["cols"] == 16) | (c["cols"] < 2 * I),
                            lambda c: f"cols {c['cols']} repeats a narrower block: a row has I = {I} elements"),
                 Constraint("rows", lambda c: (c["rows"] == 1) | (c["rows"] < 2 * K),
-                           lambda c: f"rows {c['rows']} repeats a shorter pass: the axis has K = {K} rows")]
+                           lambda c: f"rows {c['rows']} repeats a shorter pass: the axis has K = {K} rows"),
+                self.cores_constraint(self.units)]
 
     # -- sizes ---------------------------------------------------------------------------------
     def slot(self, c: dict[str, Any]) -> Any:

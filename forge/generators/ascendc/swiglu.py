@@ -32,13 +32,12 @@ class SwigluPlan(RowsPlan):
     compute_passes = 9               # fp32 vector passes over a pass's values: casts, silu, product
 
     def params(self) -> list[Param]:
-        aiv = int(self.hw.aiv)
         return [pow2("chunk", 256, 16384, doc="elements of N per UB pass"),
                 pow2("rows", 1, 2048, doc="rows per UB pass, when a whole row fits in a chunk (DataCopyPad blocks)"),
                 choice("layout", ("slots", "packed"), doc="slots: each row in its own 32 B aligned UB slot; "
                        f"packed: rows of at most {PACK_MAX_N} elements end to end, halves gathered"),
                 choice("buffer_num", (1, 2), ordered=True),
-                choice("cores", sorted({max(1, aiv // 2), aiv}), ordered=True)]
+                self.cores_param((2, 1))]
 
     def extra_constraints(self) -> list[Constraint]:
         N, M, short = self.N, self.M, self.N <= PACK_MAX_N
@@ -51,7 +50,8 @@ class SwigluPlan(RowsPlan):
                                      f"({c['chunk']}) and at most M = {M} rows"),
                 # a chunk over twice the row is the same kernel as the shortest chunk holding the row
                 Constraint("chunk", lambda c: (c["chunk"] == 256) | (c["chunk"] < 2 * N),
-                           lambda c: f"chunk {c['chunk']} repeats a shorter chunk: a row has N = {N} elements")]
+                           lambda c: f"chunk {c['chunk']} repeats a shorter chunk: a row has N = {N} elements"),
+                self.cores_constraint(self.units)]
 
     @property
     def per_block(self) -> int:
