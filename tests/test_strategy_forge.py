@@ -187,4 +187,3 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
     assert pos == path_rows[-1]                                    # the starved path's top score
     s.options = s.options.model_copy(update={"path_floor": 1e-9})   # every path above a tiny floor
     assert s._floor_choice(cand, alive, score) is None
-
