@@ -4,6 +4,7 @@ forge.tuner is replaced by a fake that writes Records with known times, so every
 leaderboard can be checked by hand.
 """
 import json
+import subprocess
 import sys
 import types
 from dataclasses import dataclass, field
@@ -228,3 +229,38 @@ def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_t
     run_bench(make_suite(), "cpu", tmp_path, budget_per_case=1, progress=said.append)
     tuning = [m for m in said if ": tuning " in m]
     assert len(tuning) == 4 and "left" not in tuning[0] and all("left)" in m for m in tuning[1:])
+
+
+def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
+    """B/A per case over the cases both passed; a tie when the times are equal (no spread here);
+    a case passed by one bench only is counted as such, not in the geomean."""
+    from forge.bench.compare import compare_benches
+
+    fake_tuner(PLAN)
+    run_bench(make_suite(), "cpu", tmp_path / "a")
+    fake_tuner({8: ([30, 25], 40, 50, "measured"),                  # A's 20 is faster: B/A = 1.25
+                16: ([16], 40, None, "measured"),                   # only B has a correct kernel
+                32: "crash", 64: ([6, 4], None, None, "modeled")})  # same best time: a tie
+    run_bench(make_suite(), "cpu", tmp_path / "b")
+    cmp = compare_benches(tmp_path / "a", tmp_path / "b")
+    by_case = {r["case_id"]: r for r in cmp["cases"]}
+    assert by_case["8"]["ratio"] == pytest.approx(1.25) and by_case["8"]["verdict"] == "A"
+    assert by_case["16"]["verdict"] == "B only" and by_case["16"]["ratio"] is None
+    assert by_case["32"]["verdict"] == "neither" and by_case["64"]["verdict"] == "tie"
+    assert "99" not in by_case                                      # unsupported in both: not a case to compare
+    (op,) = cmp["operators"]
+    assert op["compared"] == 2 and op["geomean_ratio"] == pytest.approx(1.25 ** 0.5)
+    assert (op["a_faster"], op["b_faster"], op["ties"], op["a_only"], op["b_only"], op["neither"]) == (1, 0, 1, 0, 1, 1)
+
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--all",
+                                   "--json", str(tmp_path / "c.json")])
+    assert res.exit_code == 0, res.output
+    assert "B only" in res.output and "1.250" in res.output
+    assert json.loads((tmp_path / "c.json").read_text())["total"]["compared"] == 2
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr

@@ -1,0 +1,76 @@
+"""Two bench folders side by side: which one found the faster kernel, case by case.
+
+The question a change to forge (a sampler, a budget, a generator) or to the hardware raises is
+"did it get faster, where, and by how much". A case is compared on the best time of each bench
+(the board's `time`); the ratio is B's time over A's, so above 1 means A is faster. Two times
+closer than the larger of their spreads are a tie (ARCHITECTURE.md, measurement rules); modeled
+times have no spread, so they tie only when equal. A case counts only when it passed in both;
+a case that passed in one bench only is listed with the reason the other gives.
+"""
+from __future__ import annotations
+
+from collections import OrderedDict
+from pathlib import Path
+from typing import Any
+
+from forge.bench.board import UNSUPPORTED, build_board
+from forge.bench.runner import BENCH_FILE
+from forge.errors import ForgeInputError
+from forge.report import scores
+
+
+# a case's verdict: the faster bench, a tie, or which bench alone has a correct kernel
+VERDICTS = ("A", "B", "tie", "A only", "B only", "neither")
+
+
+def _board(path: Path, field: str) -> dict[str, Any]:
+    if not (Path(path) / BENCH_FILE).is_file():
+        raise ForgeInputError(field, f"{path} is not a forge bench folder (no {BENCH_FILE})")
+    return build_board(path)
+
+
+def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
+    """'A', 'B' or 'tie' for two PASSED case rows."""
+    spread = max(a.get("spread") or 0.0, b.get("spread") or 0.0)
+    if abs(a["time"] - b["time"]) <= spread or a["time"] == b["time"]:
+        return "tie"
+    return "A" if a["time"] < b["time"] else "B"
+
+
+def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
+    """Case rows joined on the case key, and per benchmark operator the geomean of B/A over the
+    cases both passed, with win/tie counts."""
+    a, b = _board(Path(path_a), "A"), _board(Path(path_b), "B")
+    rows_b = {r["key"]: r for r in b["cases"]}
+    cases, groups = [], OrderedDict()
+    for ra in a["cases"]:
+        rb = rows_b.get(ra["key"])
+        if rb is None or ra["status"] == rb["status"] == UNSUPPORTED:
+            continue
+        both = ra["status"] == "PASSED" and rb["status"] == "PASSED"
+        row = {"key": ra["key"], "name": ra["source_name"], "case_id": ra["case_id"], "op": ra["op"],
+               "shape": ra["shape"], "dtype": ra["dtype"],
+               "a": {k: ra.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
+               "b": {k: rb.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
+               "ratio": rb["time"] / ra["time"] if both else None,
+               "verdict": verdict(ra, rb) if both else ("A only" if ra["status"] == "PASSED" else
+                                                       "B only" if rb["status"] == "PASSED" else "neither"),
+               "kinds_differ": both and ra["time_kind"] != rb["time_kind"]}
+        cases.append(row)
+        groups.setdefault((ra["source"], ra["source_name"]), []).append(row)
+    operators = [_summary(name, grp) | {"source": source} for (source, name), grp in groups.items()]
+    return {"a": {"path": str(path_a), "target": a["target"], "budget_per_case": a.get("budget_per_case")},
+            "b": {"path": str(path_b), "target": b["target"], "budget_per_case": b.get("budget_per_case")},
+            "cases": cases, "operators": operators, "total": _summary("all", cases),
+            "only_a": sum(1 for r in a["cases"] if r["key"] not in rows_b),
+            "only_b": sum(1 for r in b["cases"] if r["key"] not in {x["key"] for x in a["cases"]})}
+
+
+def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    count = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
+    return {"name": name, "cases": len(rows), "compared": sum(1 for r in rows if r["ratio"] is not None),
+            "geomean_ratio": scores.geomean(r["ratio"] for r in rows if r["ratio"] is not None),
+            "geomean_speedup_a": scores.geomean_speedup([r["a"]["speedup"] for r in rows]),
+            "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in rows]),
+            "a_faster": count["A"], "b_faster": count["B"], "ties": count["tie"],
+            "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"]}

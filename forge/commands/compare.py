@@ -1,0 +1,74 @@
+"""`forge compare A B`: two bench folders case by case (which found the faster kernel)."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.console import Console
+from rich.table import Table
+
+from forge.errors import writing
+
+
+def _t(seconds: float | None, kind: str | None) -> str:
+    if seconds is None:
+        return "–"
+    return f"{seconds * 1e6:.3g} µs" + (" (modeled)" if kind == "modeled" else "")
+
+
+def _x(v: float | None) -> str:
+    return "–" if v is None else f"{v:.3f}"
+
+
+def compare(
+    a: Path = typer.Argument(..., help="bench folder A"),
+    b: Path = typer.Argument(..., help="bench folder B"),
+    show_all: bool = typer.Option(False, "--all", help="list every case, ties too"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the comparison as JSON here"),
+) -> None:
+    """Compare two bench folders case by case: B's best time over A's (above 1: A is faster)."""
+    from forge.bench.compare import compare_benches
+
+    cmp = compare_benches(a, b)
+    con = Console()
+    con.print(f"A: {cmp['a']['path']} ({cmp['a']['target']}, budget {cmp['a']['budget_per_case'] or 'default'})",
+              highlight=False)
+    con.print(f"B: {cmp['b']['path']} ({cmp['b']['target']}, budget {cmp['b']['budget_per_case'] or 'default'})",
+              highlight=False)
+    if cmp["only_a"] or cmp["only_b"]:
+        con.print(f"cases in one bench only (not compared): A {cmp['only_a']}, B {cmp['only_b']}")
+    summary = Table(title="per operator: B time / A time (geomean over cases both passed; > 1: A faster)")
+    for col in ("operator", "compared", "B/A", "A faster", "B faster", "ties", "A only", "B only",
+                "speedup A", "speedup B"):
+        summary.add_column(col, justify="left" if col == "operator" else "right")
+    for o in [*cmp["operators"], cmp["total"]]:
+        summary.add_row(o["name"], str(o["compared"]), _x(o["geomean_ratio"]), str(o["a_faster"]),
+                        str(o["b_faster"]), str(o["ties"]), str(o["a_only"]), str(o["b_only"]),
+                        _x(o["geomean_speedup_a"]), _x(o["geomean_speedup_b"]))
+    con.print(summary)
+    rows = [r for r in cmp["cases"] if show_all or r["verdict"] != "tie"]
+    rows.sort(key=lambda r: (r["ratio"] is None, r["ratio"] or 0.0))
+    cases = Table(title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")
+    for col in ("case", "problem", "A", "B", "B/A", "faster"):
+        cases.add_column(col, justify="right" if col in ("A", "B", "B/A") else "left")
+    for r in rows:
+        shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
+        cases.add_row(f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
+                      _t(r["a"]["time"], r["a"]["time_kind"]) if r["a"]["status"] == "PASSED" else r["a"]["status"],
+                      _t(r["b"]["time"], r["b"]["time_kind"]) if r["b"]["status"] == "PASSED" else r["b"]["status"],
+                      _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else ""))
+    con.print(cases)
+    if json_out:
+        with writing("--json", json_out):
+            json_out.write_text(json.dumps(cmp, indent=1, default=_jsonable))
+        con.print(f"wrote {json_out}")
+
+
+def _jsonable(o: Any) -> Any:
+    return str(o)
+
+
+def register(app: typer.Typer) -> None:
+    app.command("compare")(compare)
