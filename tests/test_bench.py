@@ -38,6 +38,7 @@ class FakeSettings:
     out: Any = None
     seed: int = 0
     sampler: str = "forge"
+    executor: str = "local"
 
 
 class FakeTuner:
@@ -185,10 +186,13 @@ def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner)
     assert not (tmp_path / "b").exists()
 
 
-def test_sampler_reaches_every_case(tmp_path, fake_tuner):
+def test_sampler_and_executor_reach_every_case(tmp_path, fake_tuner):
     tuner = fake_tuner(PLAN)
-    run_bench(make_suite(), "cpu", tmp_path, budget_per_case=8, options={"sampler": "random"})
-    assert [c.sampler for c in tuner.calls] == ["random"] * 4
+    run_bench(make_suite(), "cpu", tmp_path, budget_per_case=8, options={"sampler": "random", "executor": "ray"})
+    assert [(c.sampler, c.executor) for c in tuner.calls] == [("random", "ray")] * 4
+    with pytest.raises(ForgeInputError) as exc:
+        run_bench(make_suite(), "cpu", tmp_path / "b", options={"executor": "slurm"})
+    assert exc.value.field == "--executor" and "'ray'" in str(exc.value)
 
 
 def test_reports_written_in_all_formats(tmp_path, fake_tuner):

@@ -25,6 +25,9 @@ def bench(
     sampler: Optional[str] = typer.Option(None, "--sampler", help="search strategy of every case (default: tune's, "
                                                                      "forge)"),
     measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
+    executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (default: tune's, local)"),
+    ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS",
+                                              help="with --executor ray: join this Ray cluster"),
     seed: int = typer.Option(0, "--seed"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=0, help="variants re-measured per case (default: tune's)"),
@@ -49,7 +52,7 @@ def bench(
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
-                                    "sampler": sampler},
+                                    "sampler": sampler, "executor": executor, "ray_address": ray_address},
                            retry_refused=retry_refused, progress=typer.echo)
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
