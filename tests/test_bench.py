@@ -238,7 +238,7 @@ def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_t
 def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     """B/A per case over the cases both passed; a tie when the times are equal (no spread here);
     a case passed by one bench only is counted as such, not in the geomean."""
-    from forge.bench.compare import compare_benches
+    from forge.report.compare import compare_benches
 
     fake_tuner(PLAN)
     run_bench(make_suite(), "cpu", tmp_path / "a")
@@ -268,3 +268,31 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr
+
+
+def _run_folder(path: Path, times: list[float], shape: dict, sampler: str) -> Path:
+    """A finished run of softmax on the CPU whose search measured `times` (µs), in trial order."""
+    store = Store.for_run(path)
+    for n, t in enumerate(times):
+        store.add(Record(run_id="r", variant_key=f"v{n}", op="softmax", shape=shape, dtype="float32", target="cpu",
+                         config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n))
+    store.close()
+    problem = {"op": "softmax", "shape": shape, "dtype": "float32", "attrs": {}}
+    (path / "run.json").write_text(json.dumps({"status": "complete", "problem": problem, "target": {"name": "cpu"},
+                                               "settings": {"sampler": sampler}}))
+    return path
+
+
+def test_two_runs_of_one_problem_compared(tmp_path):
+    from forge.report.compare import compare_runs
+
+    shape = {"M": 8, "N": 64}
+    a = _run_folder(tmp_path / "a", [30, 12, 20], shape, "forge")
+    b = _run_folder(tmp_path / "b", [40, 25, 15, 18], shape, "random")
+    cmp = compare_runs(a, b)
+    assert cmp["ratio"] == pytest.approx(15 / 12) and cmp["verdict"] == "A"
+    assert (cmp["a"]["found_at"], cmp["b"]["found_at"]) == (2, 3) and cmp["b"]["evaluations"] == 4
+    assert compare_runs(a, _run_folder(tmp_path / "c", [12], shape, "tpe"))["verdict"] == "tie"
+    other = _run_folder(tmp_path / "d", [10], {"M": 16, "N": 64}, "forge")
+    with pytest.raises(ForgeInputError, match="compare runs of one problem"):
+        compare_runs(a, other)

@@ -1,4 +1,5 @@
-"""`forge compare A B`: two bench folders case by case (which found the faster kernel)."""
+"""`forge compare A B`: two bench folders case by case, or two runs of one problem (which found the
+faster kernel)."""
 from __future__ import annotations
 
 import json
@@ -10,12 +11,11 @@ from rich.console import Console
 from rich.table import Table
 
 from forge.errors import writing
+from forge.report.progress import fmt_seconds
 
 
 def _t(seconds: float | None, kind: str | None) -> str:
-    if seconds is None:
-        return "–"
-    return f"{seconds * 1e6:.3g} µs" + (" (modeled)" if kind == "modeled" else "")
+    return fmt_seconds(seconds) + (" (modeled)" if seconds is not None and kind == "modeled" else "")
 
 
 def _x(v: float | None) -> str:
@@ -23,16 +23,48 @@ def _x(v: float | None) -> str:
 
 
 def compare(
-    a: Path = typer.Argument(..., help="bench folder A"),
-    b: Path = typer.Argument(..., help="bench folder B"),
-    show_all: bool = typer.Option(False, "--all", help="list every case, ties too"),
+    a: Path = typer.Argument(..., help="bench folder or run folder A"),
+    b: Path = typer.Argument(..., help="bench folder or run folder B (same kind as A)"),
+    show_all: bool = typer.Option(False, "--all", help="benches: list every case, ties too"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the comparison as JSON here"),
 ) -> None:
-    """Compare two bench folders case by case: B's best time over A's (above 1: A is faster)."""
-    from forge.bench.compare import compare_benches
+    """Compare two bench folders case by case, or two runs of one problem: B's best time over
+    A's (above 1: A is faster)."""
+    from forge.bench.runner import BENCH_FILE
+    from forge.report.compare import compare_benches, compare_runs
 
-    cmp = compare_benches(a, b)
     con = Console()
+    if (a / BENCH_FILE).is_file():
+        cmp = compare_benches(a, b)
+        _print_benches(con, cmp, show_all)
+    else:
+        cmp = compare_runs(a, b)
+        _print_runs(con, cmp)
+    if json_out:
+        with writing("--json", json_out):
+            json_out.write_text(json.dumps(cmp, indent=1, default=str))
+        con.print(f"wrote {json_out}")
+
+
+def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
+    a, b = cmp["a"], cmp["b"]
+    p = a["problem"]
+    con.print(f"{p['op']} {p['shape']} {p['dtype']} on {a['target']}", highlight=False)
+    table = Table()
+    for col in ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"):
+        table.add_column(col)
+    for name, r in (("A", a), ("B", b)):
+        table.add_row(name, r["path"], str(r["sampler"]), f"{r['evaluations']} ({r['ok']})",
+                      _t(r["time"], r.get("time_kind")) + (f" ± {fmt_seconds(r['spread'])}" if r.get("spread") else ""),
+                      str(r.get("found_at") or "–"), _x(r.get("speedup_unfused")), _x(r.get("speedup_vendor")),
+                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
+    con.print(table)
+    said = {"A": "A is faster", "B": "B is faster", "tie": "a tie (closer than the larger spread)"}
+    con.print(f"B/A {_x(cmp['ratio'])}: {said.get(cmp['verdict'], cmp['verdict'])}"
+              + (" (one time measured, one modeled)" if cmp["kinds_differ"] else ""), highlight=False)
+
+
+def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
     con.print(f"A: {cmp['a']['path']} ({cmp['a']['target']}, budget {cmp['a']['budget_per_case'] or 'default'})",
               highlight=False)
     con.print(f"B: {cmp['b']['path']} ({cmp['b']['target']}, budget {cmp['b']['budget_per_case'] or 'default'})",
@@ -60,14 +92,6 @@ def compare(
                       _t(r["b"]["time"], r["b"]["time_kind"]) if r["b"]["status"] == "PASSED" else r["b"]["status"],
                       _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else ""))
     con.print(cases)
-    if json_out:
-        with writing("--json", json_out):
-            json_out.write_text(json.dumps(cmp, indent=1, default=_jsonable))
-        con.print(f"wrote {json_out}")
-
-
-def _jsonable(o: Any) -> Any:
-    return str(o)
 
 
 def register(app: typer.Typer) -> None:

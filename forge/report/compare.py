@@ -1,11 +1,13 @@
-"""Two bench folders side by side: which one found the faster kernel, case by case.
+"""Two bench folders (case by case) or two runs of one problem side by side: which found the
+faster kernel.
 
 The question a change to forge (a sampler, a budget, a generator) or to the hardware raises is
 "did it get faster, where, and by how much". A case is compared on the best time of each bench
-(the board's `time`); the ratio is B's time over A's, so above 1 means A is faster. Two times
-closer than the larger of their spreads are a tie (ARCHITECTURE.md, measurement rules); modeled
-times have no spread, so they tie only when equal. A case counts only when it passed in both;
-a case that passed in one bench only is listed with the reason the other gives.
+(the board's `time`), a run on its leaderboard's first row; the ratio is B's time over A's, so
+above 1 means A is faster. Two times closer than the larger of their spreads are a tie
+(ARCHITECTURE.md, measurement rules); modeled times have no spread, so they tie only when equal.
+A case counts only when it passed in both; a case that passed in one bench only is listed with
+the reason the other gives.
 """
 from __future__ import annotations
 
@@ -30,11 +32,19 @@ def _board(path: Path, field: str) -> dict[str, Any]:
 
 
 def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
-    """'A', 'B' or 'tie' for two PASSED case rows."""
+    """'A', 'B' or 'tie' for two results with a `time` and a `spread`."""
     spread = max(a.get("spread") or 0.0, b.get("spread") or 0.0)
     if abs(a["time"] - b["time"]) <= spread or a["time"] == b["time"]:
         return "tie"
     return "A" if a["time"] < b["time"] else "B"
+
+
+def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> dict[str, Any]:
+    """Ratio B/A, verdict and whether the two times are of different kinds (measured, modeled)."""
+    if a_ok and b_ok:
+        return {"ratio": b["time"] / a["time"], "verdict": verdict(a, b),
+                "kinds_differ": a["time_kind"] != b["time_kind"]}
+    return {"ratio": None, "verdict": "A only" if a_ok else "B only" if b_ok else "neither", "kinds_differ": False}
 
 
 def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
@@ -47,15 +57,11 @@ def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
         rb = rows_b.get(ra["key"])
         if rb is None or ra["status"] == rb["status"] == UNSUPPORTED:
             continue
-        both = ra["status"] == "PASSED" and rb["status"] == "PASSED"
         row = {"key": ra["key"], "name": ra["source_name"], "case_id": ra["case_id"], "op": ra["op"],
                "shape": ra["shape"], "dtype": ra["dtype"],
                "a": {k: ra.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
                "b": {k: rb.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
-               "ratio": rb["time"] / ra["time"] if both else None,
-               "verdict": verdict(ra, rb) if both else ("A only" if ra["status"] == "PASSED" else
-                                                       "B only" if rb["status"] == "PASSED" else "neither"),
-               "kinds_differ": both and ra["time_kind"] != rb["time_kind"]}
+               **_outcome(ra, rb, ra["status"] == "PASSED", rb["status"] == "PASSED")}
         cases.append(row)
         groups.setdefault((ra["source"], ra["source_name"]), []).append(row)
     operators = [_summary(name, grp) | {"source": source} for (source, name), grp in groups.items()]
@@ -74,3 +80,28 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in rows]),
             "a_faster": count["A"], "b_faster": count["B"], "ties": count["tie"],
             "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"]}
+
+
+def _best(path: Path) -> dict[str, Any]:
+    from forge.report.leaderboard import build_leaderboard
+
+    lb = build_leaderboard(path)
+    out: dict[str, Any] = {"path": str(path), "problem": lb.info.get("problem"),
+                           "target": lb.info.get("target", {}).get("name"),
+                           "sampler": lb.info.get("settings", {}).get("sampler"),
+                           "evaluations": sum(lb.status_counts.values()), "ok": lb.status_counts.get("ok", 0)}
+    if not lb.rows:
+        return out | {"time": None}
+    top = lb.rows[0]
+    return out | {"time": top.median, "spread": top.spread, "time_kind": top.time_kind, "config": top.config,
+                  "found_at": top.trial + 1 if top.trial is not None else None,
+                  "speedup_unfused": top.speedup_unfused, "speedup_vendor": top.speedup_vendor}
+
+
+def compare_runs(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
+    """The best variant of each of two runs of the same problem on the same target."""
+    a, b = _best(Path(path_a)), _best(Path(path_b))
+    if (a["problem"], a["target"]) != (b["problem"], b["target"]):
+        raise ForgeInputError("B", f"{path_b} tunes {b['problem']} on {b['target']}, not {a['problem']} on "
+                                   f"{a['target']}: compare runs of one problem (or two bench folders)")
+    return {"a": a, "b": b, **_outcome(a, b, a["time"] is not None, b["time"] is not None)}
