@@ -6,8 +6,8 @@ The question a change to forge (a sampler, a budget, a generator) or to the hard
 (the board's `time`), a run on its leaderboard's first row; the ratio is B's time over A's, so
 above 1 means A is faster. Two times closer than the larger of their spreads are a tie
 (ARCHITECTURE.md, measurement rules); modeled times have no spread, so they tie only when equal.
-A case counts only when it passed in both; a case that passed in one bench only is listed with
-the reason the other gives.
+A case is timed against the other only when it passed in both; a case that passed in one bench
+only is listed as such, with the other's status (and, in the JSON, its reason).
 """
 from __future__ import annotations
 
@@ -34,7 +34,7 @@ def _board(path: Path, field: str) -> dict[str, Any]:
 def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
     """'A', 'B' or 'tie' for two results with a `time` and a `spread`."""
     spread = max(a.get("spread") or 0.0, b.get("spread") or 0.0)
-    if abs(a["time"] - b["time"]) <= spread or a["time"] == b["time"]:
+    if abs(a["time"] - b["time"]) <= spread:
         return "tie"
     return "A" if a["time"] < b["time"] else "B"
 
