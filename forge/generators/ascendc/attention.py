@@ -33,7 +33,7 @@ import numpy as np
 
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Flag, Pipeline, Stage
-from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
+from forge.backends.ascend.pipemodel import ModelResult, Step
 from forge.generators.ascendc.base import Plan, cdiv
 from forge.space import Constraint, Param, choice
 
@@ -306,33 +306,8 @@ class AttentionPlan(Plan):
         """Simulates the heaviest core's tile stream; a long stream is simulated over two prefixes
         of whole units and extrapolated at the steady-state rate between them."""
         blocks, bd = self.heaviest(cfg)
-        s1, s2 = cfg["s1"], cfg["s2"]
-        tiles = [self.tiles_of(b, s1, s2) for b in blocks]
-        total = sum(tiles)
-        pl = self.pipeline(cfg)
-        head = float(self.hw.launch_head_s)
-        if total == 0:
-            return ModelResult(head, 0.0, head, {}, 0)
-
-        def prefix(n_tiles: int) -> int:
-            acc = 0
-            for i, t in enumerate(tiles):
-                acc += t
-                if acc >= n_tiles:
-                    return i + 1
-            return len(tiles)
-
-        na = prefix(SIM_TILES // 2)
-        nb = max(prefix(SIM_TILES), na + 1)
-        if nb >= len(tiles):
-            r = simulate(pl, self.hw, self.programs(cfg, blocks)[0], bd)
-            return ModelResult(head + r.makespan, r.makespan, head, r.busy, r.steps)
-        ra = simulate(pl, self.hw, self.programs(cfg, blocks[:na])[0], bd)
-        rb = simulate(pl, self.hw, self.programs(cfg, blocks[:nb])[0], bd)
-        ta, tb = sum(tiles[:na]), sum(tiles[:nb])
-        rate = (rb.makespan - ra.makespan) / max(tb - ta, 1)
-        span = rb.makespan + rate * (total - tb)
-        return ModelResult(head + span, span, head, rb.busy, int(rb.steps * total / max(tb, 1)))
+        tiles = [self.tiles_of(b, cfg["s1"], cfg["s2"]) for b in blocks]
+        return self.model_prefixes(cfg, tiles, lambda n: self.programs(cfg, blocks[:n])[0], bd, SIM_TILES)
 
     # -- rendering ------------------------------------------------------------------------------
     def workspace_bytes(self, cfg: dict[str, Any]) -> int:

@@ -78,6 +78,31 @@ class Plan(ABC):
         progs, active = self.programs(cfg)
         return simulate(self.pipeline(cfg), self.hw, progs, active)
 
+    def model_prefixes(self, cfg: dict[str, Any], costs: list[int], programs_of: Callable[[int], Any],
+                       active: int, limit: int) -> ModelResult:
+        """A core's stream of work units, `costs[i]` the size of unit i (tiles, steps): simulated
+        whole when its first `limit` cost covers every unit, else over two prefixes of whole units
+        (about limit / 2 and limit) and extrapolated at the steady-state rate between them, so a
+        stream of millions of steps models in about a second. `programs_of(n)` is the program of
+        the first n units. Units past the prefixes are taken to cost what the prefixes' units cost
+        per unit of `costs`."""
+        pl, head = self.pipeline(cfg), float(self.hw.launch_head_s)
+        total = sum(costs)
+        if total == 0:
+            return ModelResult(head, 0.0, head, {}, 0)
+        ends = np.cumsum(costs)
+        na = min(int(np.searchsorted(ends, limit // 2)) + 1, len(costs))
+        nb = max(min(int(np.searchsorted(ends, limit)) + 1, len(costs)), na + 1)
+        if nb >= len(costs):
+            r = simulate(pl, self.hw, programs_of(len(costs)), active)
+            return ModelResult(head + r.makespan, r.makespan, head, r.busy, r.steps)
+        ra = simulate(pl, self.hw, programs_of(na), active)
+        rb = simulate(pl, self.hw, programs_of(nb), active)
+        ta, tb = int(ends[na - 1]), int(ends[nb - 1])
+        rate = (rb.makespan - ra.makespan) / max(tb - ta, 1)
+        span = rb.makespan + rate * (total - tb)
+        return ModelResult(head + span, span, head, rb.busy, int(rb.steps * total / max(tb, 1)))
+
     def emulation_problem(self, cfg: dict[str, Any]) -> Problem:
         """A small problem with the same tiling structure, run by the CPU emulator."""
         return self.p
