@@ -125,8 +125,12 @@ class Plan(ABC):
         def ok(c: dict[str, Any]) -> Any:
             return below[np.searchsorted(counts, c["cores"])] < units(c)
 
-        return Constraint("cores", ok, lambda c: f"cores {c['cores']} repeats a smaller core count: "
-                                                 f"the kernel has only {int(units(c))} work units")
+        def why(c: dict[str, Any]) -> str:
+            n = int(units(c))
+            same = int(counts[min(int(np.searchsorted(counts, n)), len(counts) - 1)])
+            return f"cores {c['cores']} launches the same kernel as cores {same}: it has only {n} work units"
+
+        return Constraint("cores", ok, why)
 
     def gm_rows_bytes(self, rows: int, block: int, row: int) -> int:
         """GM bytes of `rows` blocks of `block` elements cut from rows of `row` elements: one
