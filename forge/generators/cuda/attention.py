@@ -50,7 +50,7 @@ def space(p: Problem, arch) -> Space:
               lambda c: f"{ELT[p.dtype]} B x (block_m {c['block_m']} + 2 x stages {c['stages']} x block_n "
                         f"{c['block_n']}) x (D {p.shape['D']} + pad {SMEM_PAD}) vs opt-in max per block"),
         limit("regs", lambda c: acc_regs(c, p), lim.max_regs_per_thread, "regs",
-              lambda c: f"fp32 accumulators alone: (block_m/warps) x (D + block_n) / 32 per thread"),
+              lambda c: "fp32 accumulators alone: (block_m/warps) x (D + block_n) / 32 per thread"),
         limit("occupancy", lambda c: c["min_blocks"] * (smem_bytes(c, p) + lim.reserved_smem_per_block),
               lim.smem_per_sm, "B",
               lambda c: f"min_blocks={c['min_blocks']} blocks x smem per block exceed the SM's shared memory"),

@@ -56,7 +56,7 @@ def space(p: Problem, arch) -> Space:
         Constraint("warps", lambda c: (c["warp_m"] <= c["block_m"]) & (c["warp_n"] <= c["block_n"]),
                    lambda c: "warp tile larger than the block tile"),
         limit("threads", threads, min(lim.max_threads_per_block, 512), "threads",
-              lambda c: f"(block_m/warp_m) x (block_n/warp_n) x 32"),
+              lambda c: "(block_m/warp_m) x (block_n/warp_n) x 32"),
         Constraint("tile", lambda c: (c["block_m"] <= _fit(p.shape["M"])) & (c["block_n"] <= _fit(p.shape["N"])),
                    lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output"),
         limit("smem", lambda c: smem_bytes(c, p), lim.smem_per_block_optin, "B",

@@ -40,7 +40,7 @@ def space(p: Problem, arch) -> Space:
         Constraint("waste", lambda c: c["row_threads"] * vec(c, p) <= np.maximum(32 * vec(c, p), n),
                    lambda c: f"{c['row_threads']} threads x {int(vec(c, p))} elements exceed a row of {n}"),
         limit("regs", lambda c: cached(c, p), MAX_CACHED, "floats",
-              lambda c: f"row slice cached per thread: ceil(N / vec / row_threads) x vec"),
+              lambda c: "row slice cached per thread: ceil(N / vec / row_threads) x vec"),
         Constraint("rows_per_block", lambda c: c["threads"] // c["row_threads"] <= np.maximum(1, p.shape["M"]),
                    lambda c: "more rows per block than rows"),
     ]
