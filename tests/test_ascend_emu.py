@@ -6,7 +6,6 @@ serves them all. A reported bug must name its kind and the source line marked "B
 """
 from __future__ import annotations
 
-import re
 from pathlib import Path
 
 import numpy as np

@@ -3,7 +3,7 @@ baselines, measure modes, and bad input."""
 import pytest
 
 from forge.backends import get_backend
-from forge.backends.cuda.model import kernel_time, unfused_time
+from forge.backends.cuda.model import unfused_time
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.targets import get_target

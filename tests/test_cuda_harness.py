@@ -1,5 +1,4 @@
 """The timing harness builds here (static cudart) and, with no GPU, reports a clean JSON error."""
-import json
 import shutil
 from pathlib import Path
 
