@@ -296,3 +296,11 @@ def test_two_runs_of_one_problem_compared(tmp_path):
     other = _run_folder(tmp_path / "d", [10], {"M": 16, "N": 64}, "forge")
     with pytest.raises(ForgeInputError, match="compare runs of one problem"):
         compare_runs(a, other)
+
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    res = CliRunner().invoke(app, ["compare", str(a), str(b)])
+    assert res.exit_code == 0, res.output
+    assert "B/A 1.250: A is faster" in res.output and "random" in res.output and "12 µs" in res.output
