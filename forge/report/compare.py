@@ -52,6 +52,7 @@ def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
     cases both passed, with win/tie counts."""
     a, b = _board(Path(path_a), "A"), _board(Path(path_b), "B")
     rows_b = {r["key"]: r for r in b["cases"]}
+    keys_a = {r["key"] for r in a["cases"]}
     cases, groups = [], OrderedDict()
     for ra in a["cases"]:
         rb = rows_b.get(ra["key"])
@@ -68,8 +69,7 @@ def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
     return {"a": {"path": str(path_a), "target": a["target"], "budget_per_case": a.get("budget_per_case")},
             "b": {"path": str(path_b), "target": b["target"], "budget_per_case": b.get("budget_per_case")},
             "cases": cases, "operators": operators, "total": _summary("all", cases),
-            "only_a": sum(1 for r in a["cases"] if r["key"] not in rows_b),
-            "only_b": sum(1 for r in b["cases"] if r["key"] not in {x["key"] for x in a["cases"]})}
+            "only_a": len(keys_a - rows_b.keys()), "only_b": len(rows_b.keys() - keys_a)}
 
 
 def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:

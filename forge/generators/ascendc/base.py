@@ -48,6 +48,11 @@ class Plan(ABC):
         self.e = ELEM[problem.dtype]
         self.ctype = CTYPE[problem.dtype]
 
+    @property
+    def per_block(self) -> int:
+        """Elements of one 32 B block, UB's unit of alignment (ascend.md §1.3)."""
+        return 32 // self.e
+
     # -- the search space --------------------------------------------------------------------
     @abstractmethod
     def params(self) -> list[Param]: ...

@@ -70,7 +70,7 @@ class RowPlan(RowsPlan):
 
     @property
     def cols_pad(self) -> int:
-        return int(round_up(self.N, 32 // self.e))
+        return int(round_up(self.N, self.per_block))
 
     @property
     def reps(self) -> int:
@@ -130,7 +130,7 @@ class RowPlan(RowsPlan):
     def tile_elems(self, c: dict[str, Any]) -> Any:
         """Elements of one input block: padded rows, or (packed) the rows' values end to end."""
         packed = np.asarray(c["reduce"]) == "packed"
-        return np.where(packed, round_up(c["rows"] * self.N, 32 // self.e), c["rows"] * self.cols_pad)
+        return np.where(packed, round_up(c["rows"] * self.N, self.per_block), c["rows"] * self.cols_pad)
 
     def buffers(self, c: dict[str, Any]) -> list[Buffer]:
         tile = self.tile_elems(c)

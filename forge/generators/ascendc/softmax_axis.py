@@ -50,11 +50,6 @@ class SoftmaxAxisPlan(Plan):
     def I(self) -> int:  # noqa: E743 - the dimension's name
         return self.p.shape["I"]
 
-    @property
-    def per_block(self) -> int:
-        """Elements of one 32 B block: a row's UB slot is a multiple."""
-        return 32 // self.e
-
     def params(self) -> list[Param]:
         return [pow2("cols", 16, 1024, doc="columns of I per work unit (the width of a strided row block)"),
                 pow2("rows", 1, 2048, doc="rows of K per UB pass; at least K keeps the whole column block resident"),
@@ -158,8 +153,7 @@ class SoftmaxAxisPlan(Plan):
         row at a time down a tall axis is millions of steps) is timed over two prefixes of whole
         units and extrapolated (Plan.model_prefixes); a prefix's units sit at the first column
         positions, so a narrower last block past the prefixes is charged as a full one."""
-        blocks = int(cdiv(self.K, min(int(cfg["rows"]), self.K)))
-        per_unit = blocks * (2 if self.resident(cfg) else 3) + blocks * 2
+        per_unit = len(self.programs(cfg, 1)[0]["aiv0"])
         n_units = int(cdiv(self.units(cfg), self.block_dim(cfg)))
         return self.model_prefixes(cfg, [per_unit] * n_units, lambda n: self.programs(cfg, n)[0],
                                    int(self.block_dim(cfg)), SIM_STEPS)

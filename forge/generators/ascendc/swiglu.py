@@ -53,11 +53,6 @@ class SwigluPlan(RowsPlan):
                            lambda c: f"chunk {c['chunk']} repeats a shorter chunk: a row has N = {N} elements"),
                 self.cores_constraint(self.units)]
 
-    @property
-    def per_block(self) -> int:
-        """Elements of one 32 B block: a row's UB slot is rounded up to it."""
-        return 32 // self.e
-
     def tile(self, c: dict[str, Any]) -> Any:
         """Elements of one UB pass: `rows` row slots of min(chunk, N) elements, 32 B aligned, or
         (packed) the rows' N outputs end to end."""
