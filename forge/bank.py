@@ -175,6 +175,17 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
     return offer_entries(best.values(), path)
 
 
+OFFER_WORDS = {"added": ("new entry added", "new entries added"),
+               "updated": ("entry replaced by a faster config", "entries replaced by faster configs"),
+               "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)")}
+
+
+def offer_summary(counts: dict[str, int]) -> str:
+    """One line for what an offer did, e.g. "entry replaced by a faster config" or "3 new entries added"."""
+    parts = [OFFER_WORDS[k][0] if n == 1 else f"{n} {OFFER_WORDS[k][1]}" for k, n in counts.items() if n]
+    return "; ".join(parts) or "nothing offered"
+
+
 def offer_entries(entries: Iterable[dict[str, Any]], path: str | Path | None = None) -> dict[str, int]:
     counts = {"added": 0, "updated": 0, "kept": 0}
     with Bank(path) as bank:

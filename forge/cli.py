@@ -193,7 +193,7 @@ def show(run: Path = typer.Argument(..., help="run folder"),
     from forge.report.leaderboard import build_leaderboard
     from forge.tuner import problem_of
     from forge.config import TuneSettings
-    from forge.variant import Variant
+    from forge.variant import Variant, config_text
 
     lb = build_leaderboard(run)
     if not lb.rows:
@@ -207,7 +207,7 @@ def show(run: Path = typer.Argument(..., help="run folder"),
     name = file or src.main
     if name not in src.files:
         raise ForgeInputError("--file", f"unknown file {name!r}; allowed: {', '.join(src.files)}")
-    out.print(f"// rank {rank}: {' '.join(f'{k}={v}' for k, v in row.config.items())}", highlight=False)
+    out.print(f"// rank {rank}: {config_text(row.config)}", highlight=False)
     out.print(f"// files: {', '.join(src.files)}", highlight=False)
     sys.stdout.write(src.files[name])
     sys.stdout.flush()

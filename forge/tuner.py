@@ -20,18 +20,18 @@ from rich.markup import escape
 
 from forge.backends import get_backend
 from forge.backends.base import Backend
-from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_stale
+from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale, offer_summary
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
 from forge.executor import Job, Outcome, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
-from forge.report.progress import make_console
+from forge.report.progress import fmt_seconds, make_console
 from forge.results import Record, Store
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
 from forge.targets import get_target
-from forge.variant import Variant
+from forge.variant import Variant, config_text
 
 RUN_FILE = "run.json"
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
@@ -279,7 +279,7 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         return None
     if space.check(config):
         return None
-    ctx.console.print(f"[green]tuning bank hit[/green]: {escape(str(config))} (median {hit[1]:.4g} s, {hit[2]}); search skipped")
+    ctx.console.print(f"[green]tuning bank hit[/green]: {escape(config_text(config))} ({fmt_seconds(hit[1])}, {hit[2]}); search skipped (--no-bank searches anyway)")
     return config
 
 
@@ -401,8 +401,7 @@ def _offer_to_bank(ctx: Context) -> None:
         return
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
     if recs:
-        counts = bank_offer(recs)
-        ctx.console.print(f"tuning bank: {counts}")
+        ctx.console.print(f"tuning bank: {offer_summary(bank_offer(recs))} ({escape(str(bank_path()))})")
 
 
 def _variants(n: int) -> str:

@@ -4,9 +4,14 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Mapping
 
 from forge.problem import Problem
+
+
+def config_text(config: Mapping[str, Any] | None) -> str:
+    """A config as `name=value` pairs, the form the CLI's `--space` takes and every report shows."""
+    return " ".join(f"{k}={v}" for k, v in (config or {}).items())
 
 
 @dataclass(frozen=True)
@@ -21,7 +26,7 @@ class Variant:
         return hashlib.sha256(text.encode()).hexdigest()[:20]
 
     def config_str(self) -> str:
-        return " ".join(f"{k}={v}" for k, v in self.config.items())
+        return config_text(self.config)
 
     def __hash__(self) -> int:
         return hash(self.key())

@@ -5,10 +5,12 @@ import os
 import pytest
 from rich.console import Console
 
-from forge.bank import Bank, bank_lookup, bank_offer, bank_stale, export_bank, import_bank, offer_entries
+from forge.bank import (Bank, bank_lookup, bank_offer, bank_path, bank_stale, export_bank, import_bank, offer_entries,
+                        offer_summary)
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.results import Record
+from forge.variant import config_text
 
 
 @pytest.fixture
@@ -68,18 +70,29 @@ def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
 
 
 @pytest.mark.slow
+def test_an_offer_is_reported_in_words():
+    assert offer_summary({"added": 1, "updated": 0, "kept": 0}) == "new entry added"
+    assert offer_summary({"added": 0, "updated": 1, "kept": 0}) == "entry replaced by a faster config"
+    assert offer_summary({"added": 2, "updated": 0, "kept": 1}) == \
+        "2 new entries added; entry kept (nothing faster found)"
+
+
 def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     """A second tune of the same problem is served by the bank."""
     from forge import tuner
     from forge.config import TuneSettings
 
-    quiet = Console(file=open(os.devnull, "w"))
     kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=4, reps=2, warmup=0, top_k=0, sampler="random",
               timeout=20.0)
-    tuner.tune(TuneSettings(**kw, out=tmp_path / "first"), console=quiet)
+    first = Console(record=True, width=200, file=open(os.devnull, "w"))
+    tuner.tune(TuneSettings(**kw, out=tmp_path / "first"), console=first)
+    assert f"tuning bank: new entry added ({bank_path()})" in first.export_text()
     entry = bank_lookup(P, "cpu")
     assert entry is not None
-    run = tuner.tune(TuneSettings(**kw, out=tmp_path / "second"), console=quiet)
+    second = Console(record=True, width=200, file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(**kw, out=tmp_path / "second"), console=second)
+    text = second.export_text()
+    assert f"tuning bank hit: {config_text(entry[0])} (" in text and "search skipped" in text
     info = json.loads((run / "run.json").read_text())
     assert info["evaluated"] == 1                                               # search skipped
     from forge.results import Store

@@ -11,7 +11,8 @@ from rich.table import Table
 
 from forge.bench.board import build_board
 from forge.report.progress import make_console
-from forge.report.html import _cfg, _num, _pct, _shape, _us, render_html
+from forge.report.html import _num, _pct, _shape, _us, render_html
+from forge.variant import config_text
 
 
 def _time(x: float | None, kind: str | None) -> str:
@@ -20,7 +21,7 @@ def _time(x: float | None, kind: str | None) -> str:
 
 def case_cells(r: dict[str, Any]) -> list[str]:
     what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
-    tail = _cfg(r.get("config")) if r["status"] == "PASSED" else (r.get("reason") or "")[:100]
+    tail = config_text(r.get("config")) if r["status"] == "PASSED" else (r.get("reason") or "")[:100]
     return [r["source_name"], str(r["case_id"]), what, r["status"], _time(r.get("time"), r.get("time_kind")),
             _time(r.get("t_b"), r.get("baseline_time_kind")), r.get("baseline_kind") or "", _num(r.get("speedup")),
             _us(r.get("t_sol")), _num(r.get("sol_score")), _num(r.get("hap")), tail]

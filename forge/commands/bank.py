@@ -5,11 +5,12 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from forge.report.progress import make_console
 from rich.markup import escape
 from rich.table import Table
 
-from forge.bank import Bank, bank_path, export_bank, import_bank, is_current
+from forge.bank import Bank, bank_path, export_bank, import_bank, is_current, offer_summary
+from forge.report.progress import make_console
+from forge.variant import config_text
 
 bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, attrs, target).", no_args_is_help=True)
 
@@ -33,10 +34,10 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
         dims = [d for d in _dims(e["op"]) if d in e["shape"]] or sorted(e["shape"])
         table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
                       ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
-                      " ".join(f"{k}={v}" for k, v in e["config"].items()), f"{e['median'] * 1e6:.4g}", e["time_kind"],
+                      config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],
                       "current" if is_current(e) else "stale (other generator/model version)")))
     console.print(table)
-    console.print(", ".join(f"{k} {v}" for k, v in counters.items()))
+    console.print("since the bank was made: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
 
 
 def _dims(op: str) -> tuple[str, ...]:
@@ -53,15 +54,15 @@ def _dims(op: str) -> tuple[str, ...]:
 @bank_app.command("export")
 def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
     """Write every banked entry to a JSON file."""
-    typer.echo(f"exported {export_bank(file)} entries to {file}")
+    n = export_bank(file)
+    typer.echo(f"exported {n} {'entry' if n == 1 else 'entries'} to {file}")
 
 
 @bank_app.command("import")
 def import_(file: Path = typer.Argument(..., help="JSON file from `forge bank export`")) -> None:
     """Merge an export: an entry replaces the bank's only when it beats it (an entry made by another
     version of the target's generators or model never replaces one made by this version)."""
-    counts = import_bank(file)
-    typer.echo(f"added {counts['added']}, updated {counts['updated']}, kept (not better) {counts['kept']}")
+    typer.echo(f"imported {file} into {bank_path()}: {offer_summary(import_bank(file))}")
 
 
 def register(app: typer.Typer) -> None:

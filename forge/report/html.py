@@ -11,6 +11,7 @@ from typing import Any
 from jinja2 import Environment, select_autoescape
 
 from forge.report import plots
+from forge.variant import config_text
 
 TEMPLATE = r"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8">
@@ -87,10 +88,6 @@ def _shape(s: dict | None) -> str:
     return "[" + ",".join(f"{k}={v}" for k, v in (s or {}).items()) + "]"
 
 
-def _cfg(c: dict | None) -> str:
-    return " ".join(f"{k}={v}" for k, v in (c or {}).items())
-
-
 def figures(board: dict[str, Any]) -> list[tuple[str, bytes]]:
     from forge.targets import get_target
 
@@ -111,4 +108,4 @@ def render_html(board: dict[str, Any]) -> str:
     tpl = env.from_string(TEMPLATE)
     images = [(t, base64.b64encode(p).decode()) for t, p in figures(board)]
     return tpl.render(b=board, t=board["total"], images=images, fast_ps=list(board["total"]["fast_p"]),
-                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=_cfg)
+                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=config_text)

@@ -3,7 +3,6 @@ from __future__ import annotations
 
 import csv
 import io
-from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +10,7 @@ from rich.table import Table
 
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
+from forge.variant import config_text
 
 
 def _x(v: float | None) -> str:
@@ -19,10 +19,6 @@ def _x(v: float | None) -> str:
 
 def _pct(v: float | None) -> str:
     return f"{100 * v:.1f}%" if v else "—"
-
-
-def _cfg(c: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in c.items())
 
 
 def _spread(r) -> str:
@@ -78,7 +74,7 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
             ("emulation",) if emulated else ()):
         table.add_column(col, overflow="fold")
     for r in lb.rows[:top]:
-        table.add_row(_rank(r), escape(_cfg(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
+        table.add_row(_rank(r), escape(config_text(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
                       _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
                       _pct(r.roofline_fraction), *((str(r.extra.get("emulation", "—")),) if emulated else ()))
     console.print(table)
@@ -96,7 +92,7 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     if lb.failures:
         console.print(f"{len(lb.failures)} failed variants, e.g.:")
         for f in lb.failures[:5]:
-            console.print(f"  {f['status']}: {_cfg(f['config'])}: {f['reason'][:160]}", highlight=False, markup=False)
+            console.print(f"  {f['status']}: {config_text(f['config'])}: {f['reason'][:160]}", highlight=False, markup=False)
     if not lb.rows:
         console.print("[red]no correct variant yet[/red]")
 
@@ -107,13 +103,13 @@ def to_markdown(lb: Leaderboard, top: int = 20) -> str:
     out += ["", "| rank | config | median | spread | kind | vs unfused | vs vendor | roofline |",
             "|---|---|---|---|---|---|---|---|"]
     for r in lb.rows[:top]:
-        out.append(f"| {_rank(r)} | `{_cfg(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
+        out.append(f"| {_rank(r)} | `{config_text(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
                    f"{_spread(r)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
                    f"{_pct(r.roofline_fraction)} |")
     if lb.failures:
         out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
         for f in lb.failures[:50]:
-            out.append(f"| {f['status']} | `{_cfg(f['config'])}` | {f['reason'][:200].replace('|', '/')} |")
+            out.append(f"| {f['status']} | `{config_text(f['config'])}` | {f['reason'][:200].replace('|', '/')} |")
     return "\n".join(out) + "\n"
 
 
@@ -123,7 +119,7 @@ def to_csv(lb: Leaderboard) -> str:
     w.writerow(["rank", "tie_with", "config", "median_s", "spread_s", "time_kind", "speedup_unfused",
                 "speedup_vendor", "remeasured", "roofline_fraction"])
     for r in lb.rows:
-        w.writerow([r.rank, r.tie_with or "", _cfg(r.config), r.median, r.spread, r.time_kind,
+        w.writerow([r.rank, r.tie_with or "", config_text(r.config), r.median, r.spread, r.time_kind,
                     r.speedup_unfused or "", r.speedup_vendor or "", r.remeasured, r.roofline_fraction or ""])
     return buf.getvalue()
 

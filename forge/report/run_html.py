@@ -8,6 +8,7 @@ from jinja2 import Environment, select_autoescape
 from forge.report import plots
 from forge.report.leaderboard import Leaderboard
 from forge.report.progress import fmt_seconds
+from forge.variant import config_text
 from forge.report.render import headline
 
 TEMPLATE = r"""<!doctype html>
@@ -45,5 +46,5 @@ def leaderboard_html(lb: Leaderboard) -> str:
     env = Environment(autoescape=select_autoescape(default=True))
     return env.from_string(TEMPLATE).render(
         lb=lb, head=headline(lb), images=images, t=fmt_seconds,
-        cfg=lambda c: " ".join(f"{k}={v}" for k, v in c.items()),
+        cfg=config_text,
         x=lambda v: f"{v:.2f}×" if v else "—", pct=lambda v: f"{100 * v:.1f}%" if v else "—")

@@ -15,6 +15,7 @@ from forge.errors import ForgeInputError
 from forge.generators.ascendc.base import PLANS, Plan, get_plan
 from forge.ops import get_op
 from forge.problem import Problem
+from forge.report.progress import fmt_seconds
 from forge.space import Space
 from forge.targets import Target
 from forge.variant import Variant
@@ -162,7 +163,7 @@ class AscendBackend(Backend):
             return []
         total = sum(k.seconds for k in ks)
         label = f"unfused Ascend C sequence ({len(ks)} kernels, modeled): " + "; ".join(
-            f"{k.label} {k.seconds * 1e6:.1f} us" for k in ks)
+            f"{k.label} {fmt_seconds(k.seconds)}" for k in ks)
         return [Baseline("unfused", label, Measurement("ok", "modeled", timings=[total], time_kind="modeled",
                                                         extra={"kernels": {k.label: k.seconds for k in ks}}))]
 

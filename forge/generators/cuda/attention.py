@@ -6,10 +6,11 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
-                                        config_header, config_line, load_space_values, log2e, render)
+                                        config_header, load_space_values, log2e, render)
 from forge.ops.attention import Attention
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
+from forge.variant import config_text
 
 REG_OVERHEAD = 40   # registers besides the accumulators (addresses, row stats, fragments): an estimate
 
@@ -92,9 +93,9 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
         "SCALE_LOG2": float(op.scale(p) * log2e()),
     }
     causal = bool(p.attrs.get("causal"))
-    title = f"{p.short()} | {config_line(c)}"
+    title = f"{p.short()} | {config_text(c)}"
     files = {
-        "kernel.cu": render("attention.cu.j2", problem=p.short(), config_line=config_line(c), causal=causal,
+        "kernel.cu": render("attention.cu.j2", problem=p.short(), config_line=config_text(c), causal=causal,
                             splits=splits),
         "forge_config.h": config_header(title, p.dtype, consts),
         "forge_cuda.cuh": common_header(),

@@ -4,10 +4,11 @@ from __future__ import annotations
 from typing import Any
 
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
-                                        config_header, config_line, load_space_values, render)
+                                        config_header, load_space_values, render)
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
+from forge.variant import config_text
 
 REG_OVERHEAD = 48
 
@@ -83,9 +84,9 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
               "BLOCK_K": c["block_k"], "WARP_M": c["warp_m"], "WARP_N": c["warp_n"], "STAGES": c["stages"],
               "SPLIT_K": c["split_k"], "GROUP_M": c["group_m"], "MIN_BLOCKS": c["min_blocks"], "SMEM_PAD": SMEM_PAD}
     files = {
-        "kernel.cu": render("gemm.cu.j2", problem=p.short(), config_line=config_line(c), transpose_b=tb,
+        "kernel.cu": render("gemm.cu.j2", problem=p.short(), config_line=config_text(c), transpose_b=tb,
                             split_k=c["split_k"]),
-        "forge_config.h": config_header(f"{p.short()} | {config_line(c)}", p.dtype, consts),
+        "forge_config.h": config_header(f"{p.short()} | {config_text(c)}", p.dtype, consts),
         "forge_cuda.cuh": common_header(),
     }
     elt = ELT[p.dtype]

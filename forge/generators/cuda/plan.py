@@ -81,10 +81,6 @@ def config_header(title: str, dtype: str, consts: dict[str, Any]) -> str:
     return "\n".join(lines) + "\n"
 
 
-def config_line(config: dict[str, Any]) -> str:
-    return " ".join(f"{k}={v}" for k, v in config.items())
-
-
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -6,10 +6,11 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        config_line, load_space_values, render)
+                                        load_space_values, render)
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
+from forge.variant import config_text
 
 MAX_CACHED = 64   # floats of a row kept in registers per thread
 
@@ -56,8 +57,8 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     if p.op == "rmsnorm":
         consts["EPS"] = float(p.attrs["eps"])
     files = {
-        "kernel.cu": render("rows.cu.j2", op=p.op, residual=residual, problem=p.short(), config_line=config_line(c)),
-        "forge_config.h": config_header(f"{p.short()} | {config_line(c)}", p.dtype, consts),
+        "kernel.cu": render("rows.cu.j2", op=p.op, residual=residual, problem=p.short(), config_line=config_text(c)),
+        "forge_config.h": config_header(f"{p.short()} | {config_text(c)}", p.dtype, consts),
         "forge_cuda.cuh": common_header(),
     }
     elt = ELT[p.dtype]
