@@ -11,7 +11,9 @@ from rich.console import Console
 from rich.table import Table
 
 from forge.errors import writing
-from forge.report.progress import fmt_seconds
+from forge.problem import Problem
+from forge.report.progress import fmt_seconds, make_console
+from forge.variant import config_text
 
 
 def _t(seconds: float | None, kind: str | None) -> str:
@@ -33,7 +35,7 @@ def compare(
     from forge.bench.runner import BENCH_FILE
     from forge.report.compare import compare_benches, compare_runs
 
-    con = Console()
+    con = make_console()
     if (a / BENCH_FILE).is_file():
         cmp = compare_benches(a, b)
         _print_benches(con, cmp, show_all)
@@ -48,8 +50,7 @@ def compare(
 
 def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
     a, b = cmp["a"], cmp["b"]
-    p = a["problem"]
-    con.print(f"{p['op']} {p['shape']} {p['dtype']} on {a['target']}", highlight=False)
+    con.print(f"{Problem(**a['problem']).short()} on {a['target']}", highlight=False)
     table = Table()
     for col in ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"):
         table.add_column(col)
@@ -57,7 +58,7 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
         table.add_row(name, r["path"], str(r["sampler"]), f"{r['evaluations']} ({r['ok']})",
                       _t(r["time"], r.get("time_kind")) + (f" ± {fmt_seconds(r['spread'])}" if r.get("spread") else ""),
                       str(r.get("found_at") or "–"), _x(r.get("speedup_unfused")), _x(r.get("speedup_vendor")),
-                      " ".join(f"{k}={v}" for k, v in (r.get("config") or {}).items()))
+                      config_text(r.get("config")))
     con.print(table)
     said = {"A": "A is faster", "B": "B is faster", "tie": "a tie (closer than the larger spread)"}
     con.print(f"B/A {_x(cmp['ratio'])}: {said.get(cmp['verdict'], cmp['verdict'])}"

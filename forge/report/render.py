@@ -8,6 +8,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
 from forge.variant import config_text
@@ -38,11 +39,7 @@ def modeled_line(note: str) -> str:
 
 
 def headline(lb: Leaderboard) -> list[str]:
-    p = lb.info.get("problem", {})
-    shape = ",".join(f"{k}={v}" for k, v in p.get("shape", {}).items())
-    attrs = ",".join(f"{k}={v}" for k, v in (p.get("attrs") or {}).items() if v not in (None, False))
-    lines = [f"{p.get('op')}[{shape}]{'{' + attrs + '}' if attrs else ''} {p.get('dtype')} on "
-             f"{lb.info.get('target', {}).get('name')}"]
+    lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
     else:
