@@ -5,6 +5,7 @@ Bad input is one line naming the field and what is allowed, with exit code 2.
 from __future__ import annotations
 
 import importlib
+import signal
 import sys
 from pathlib import Path
 from typing import Any, Optional
@@ -260,11 +261,25 @@ def _register_extra_commands() -> None:
 _register_extra_commands()
 
 
+_TERMINATED: list[int] = []
+
+
+def _interrupt_on_sigterm(signum: int, frame: object) -> None:
+    """SIGTERM (a scheduler's stop, `kill`) ends a run the way Ctrl-C does: what was measured is
+    recorded, the run says how to resume, the build pool is shut down; the exit status is still
+    SIGTERM's (143)."""
+    _TERMINATED.append(signum)
+    raise KeyboardInterrupt
+
+
 def main() -> None:
     _load_plugin_ops()
+    signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         # Without standalone mode the CLI library returns (not raises) the code of a typer.Exit.
         code = app(standalone_mode=False)
+        if _TERMINATED:
+            sys.exit(128 + _TERMINATED[0])
         if isinstance(code, int) and code:
             sys.exit(code)
     except ForgeInputError as exc:

@@ -28,6 +28,7 @@ from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
 from forge.results import Record, Store
+from forge.results.lock import folder_lock
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
 from forge.targets import get_target
@@ -191,56 +192,58 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
-    store = Store.for_run(run_dir)
-    if not resume and store.count():
-        raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
-    run_id = store.get_meta("run_id") or run_dir.name
-    store.set_meta("run_id", run_id)
-    can_measure, why = backend.measure_available()
-    info = {
-        "run_id": run_id, "status": "running", "settings": settings.model_dump(mode="json"),
-        "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
-        "target": {"name": target.name, "kind": target.kind, "description": target.description},
-        "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
-        "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
-                  "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
-        "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),
-                                                   get_op(problem.op).min_bytes(problem), problem.dtype),
-        "started": time.time(),
-    }
-    if resume and (run_dir / RUN_FILE).is_file():
-        # A resumed run keeps its start and its roofline: the CPU's roofline comes from a probe,
-        # and a second probe would move every row's percentage.
-        before = read_run_file(run_dir)
-        for key in ("started", "roofline_seconds"):
-            info[key] = before.get(key, info[key])
-    _write_run_file(run_dir, info)
+    with folder_lock(run_dir, "--resume" if resume else "--out"):
+        store = Store.for_run(run_dir)
+        if not resume and store.count():
+            raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
+        run_id = store.get_meta("run_id") or run_dir.name
+        store.set_meta("run_id", run_id)
+        can_measure, why = backend.measure_available()
+        info = {
+            "run_id": run_id, "status": "running", "settings": settings.model_dump(mode="json"),
+            "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
+            "target": {"name": target.name, "kind": target.kind, "description": target.description},
+            "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
+            "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
+                      "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
+            "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),
+                                                       get_op(problem.op).min_bytes(problem), problem.dtype),
+            "started": time.time(),
+        }
+        if resume and (run_dir / RUN_FILE).is_file():
+            # A resumed run keeps its start and its roofline: the CPU's roofline comes from a probe,
+            # and a second probe would move every row's percentage.
+            before = read_run_file(run_dir)
+            for key in ("started", "roofline_seconds"):
+                info[key] = before.get(key, info[key])
+        _write_run_file(run_dir, info)
 
-    ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
-    console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
-    console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
-                  + (f", rejected: {', '.join(f'{k} {v}' for k, v in enum.reason_counts.items())}" if enum.reason_counts else ""))
-    if not info["measured"]:
-        from forge.report.render import modeled_line
+        ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
+        console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
+        rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
+        console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
+                      + (f", rejected: {rejected}" if rejected else ""))
+        if not info["measured"]:
+            from forge.report.render import modeled_line
 
-        console.print(f"[yellow]{escape(modeled_line(why))}[/yellow]", highlight=False)
+            console.print(f"[yellow]{escape(modeled_line(why))}[/yellow]", highlight=False)
 
-    measure_baselines(ctx)
-    executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
-                             ray_address=settings.ray_address)
-    try:
-        _search(ctx, enum, executor)
-        _final(ctx, executor)
-    except KeyboardInterrupt:
-        console.print(f"interrupted after {_variants(ctx.evaluated)}; everything measured is recorded. "
-                      f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False)
-        raise
-    finally:
-        executor.close()
-    _offer_to_bank(ctx)
-    info.update(status="complete", finished=time.time(), evaluated=ctx.evaluated)
-    _write_run_file(run_dir, info)
-    store.close()
+        measure_baselines(ctx)
+        executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
+                                 ray_address=settings.ray_address)
+        try:
+            _search(ctx, enum, executor)
+            _final(ctx, executor)
+        except KeyboardInterrupt:
+            console.print(f"interrupted after {_variants(ctx.evaluated)}; everything measured is recorded. "
+                          f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False)
+            raise
+        finally:
+            executor.close()
+        _offer_to_bank(ctx)
+        info.update(status="complete", finished=time.time(), evaluated=ctx.evaluated)
+        _write_run_file(run_dir, info)
+        store.close()
     return run_dir
 
 
@@ -279,7 +282,8 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         return None
     if space.check(config):
         return None
-    ctx.console.print(f"[green]tuning bank hit[/green]: {escape(config_text(config))} ({fmt_seconds(hit[1])}, {hit[2]}); search skipped (--no-bank searches anyway)")
+    ctx.console.print(f"[green]tuning bank hit[/green]: {escape(config_text(config))} ({fmt_seconds(hit[1])}, "
+                      f"{hit[2]}); search skipped (--no-bank searches anyway)")
     return config
 
 

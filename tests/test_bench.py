@@ -21,6 +21,7 @@ from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
+from forge.results.lock import FolderInUse, folder_lock
 from forge.targets import get_target
 
 US = 1e-6
@@ -56,6 +57,8 @@ class FakeTuner:
             raise RuntimeError("worker lost")
         if plan == "refuse":
             raise ForgeInputError("shape", "not supported on this target")
+        if plan == "in use":
+            raise FolderInUse("--resume", f"{out} is being written by another forge process")
         store = Store.for_run(out)
         base = dict(run_id="r", variant_key="v", op=s.op, shape=s.shape, dtype=s.dtype, target=s.target, attrs=s.attrs)
         times, unfused, vendor, kind = plan
@@ -151,6 +154,24 @@ def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
     marker = json.loads((tmp_path / "cases" / "cannbench-softmax_h64-32" / CASE_MARKER).read_text())
     assert marker["done"] is True
     assert {r["case_id"]: r["status"] for r in build_board(tmp_path)["cases"]}["32"] == "PASSED"
+
+
+def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_path, fake_tuner):
+    """A second `forge bench` on a folder another one is filling stops before writing anything; a
+    case folder another forge holds (a `forge tune --resume` on it) stops the bench without
+    recording the case as refused, so the next run tunes it."""
+    tuner = fake_tuner(PLAN)
+    with folder_lock(tmp_path, "--out"):
+        with pytest.raises(FolderInUse, match="--out: .* another forge process"):
+            run_bench(make_suite(), "cpu", tmp_path)
+    assert not (tmp_path / "bench.json").exists() and not tuner.calls
+    fake_tuner({**PLAN, 16: "in use"})
+    with pytest.raises(FolderInUse):
+        run_bench(make_suite(), "cpu", tmp_path)
+    assert not (tmp_path / "cases" / "cannbench-softmax_h64-16" / CASE_MARKER).exists()
+    tuner = fake_tuner(PLAN)
+    assert run_bench(make_suite(), "cpu", tmp_path) == {"tuned": 2, "skipped": 1, "failed": 1}
+    assert [c.shape["M"] for c in tuner.calls] == [16, 32, 64]
 
 
 def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):

@@ -18,7 +18,8 @@ from forge.report.leaderboard import build_leaderboard
 from forge.results import Store
 from forge.targets import get_target
 from forge.testing import FaultyCpuBackend
-from forge.tuner import problem_of, tune
+from forge.results.lock import FolderInUse
+from forge.tuner import problem_of, resume, tune
 
 QUIET = Console(file=open(os.devnull, "w"))
 
@@ -170,9 +171,11 @@ def test_measure_model_never_presents_a_measured_time(tmp_path):
     assert all(r.time_kind == "modeled" for r in Store.for_run(run).records())
 
 
-def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
-    """SIGINT to the whole process group (what Ctrl-C sends): exit 130, no traceback from the
-    run or its build workers, and the exact resume command."""
+@pytest.mark.parametrize("signum, status", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, signum, status):
+    """SIGINT to the whole process group (what Ctrl-C sends), or SIGTERM to it (what a scheduler
+    or `kill` sends): the signal's exit status, no traceback from the run or its build workers,
+    and the exact resume command."""
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
            "--trials", "40", "--reps", "5", "--out", str(run), "--no-bank", "--top-k", "0"]
@@ -183,8 +186,30 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path):
     deadline = time.time() + 120
     while time.time() < deadline and len(_search_rows(run)) < 3:
         time.sleep(0.2)
-    os.killpg(proc.pid, signal.SIGINT)
+    os.killpg(proc.pid, signum)
     _, err = proc.communicate(timeout=60)
-    assert proc.returncode == 130, err[-3000:]
+    assert proc.returncode == status, err[-3000:]
     assert "Traceback" not in err and f"forge tune --resume {run}" in err
     assert len(_search_rows(run)) >= 3
+
+
+def test_a_folder_another_forge_process_writes_is_refused_until_it_stops(tmp_path):
+    """A second forge on a live run's folder (a --resume started too early) stops before writing
+    anything and names the holder; once the holder is gone, however it went (SIGKILL here), the
+    folder is free at once."""
+    run = tune(settings(tmp_path, trials=3), console=QUIET)
+    before = _search_rows(run)
+    holder = subprocess.Popen(
+        [sys.executable, "-c", "import sys, time; from pathlib import Path; from forge.results.lock import folder_lock\n"
+         "with folder_lock(Path(sys.argv[1]), '--out'):\n    print('held', flush=True); time.sleep(120)", str(run)],
+        stdout=subprocess.PIPE, text=True)
+    try:
+        assert holder.stdout.readline().strip() == "held"
+        with pytest.raises(FolderInUse, match=rf"--resume: .* another forge process \(pid {holder.pid}\)"):
+            resume(run, console=QUIET, trials=6)
+    finally:
+        holder.kill()
+        holder.wait()
+    assert _search_rows(run) == before                            # the refused resume wrote nothing
+    resume(run, console=QUIET, trials=6)
+    assert len(_search_rows(run)) == 6

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from forge.bench.cases import BenchCase, Suite
 from forge.errors import ForgeInputError, writing
+from forge.results.lock import FolderInUse, folder_lock
 
 BENCH_FILE = "bench.json"
 RUN_FILE = "run.json"          # written by forge.tuner
@@ -103,7 +104,13 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     out = Path(out)
     with writing("--out", out, "the bench folder"):
         out.mkdir(parents=True, exist_ok=True)
-    say = progress or (lambda _msg: None)
+    with folder_lock(out, "--out"):
+        return _run_cases(suite, target, out, budget_per_case, options, retry_refused,
+                          progress or (lambda _msg: None))
+
+
+def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None, options: dict[str, Any] | None,
+               retry_refused: bool, say: Callable[[str], None]) -> dict[str, int]:
     meta_path = out / BENCH_FILE
     if meta_path.is_file():
         old = json.loads(meta_path.read_text())
@@ -148,6 +155,8 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
             say("interrupted: run the same forge bench command again to continue "
                 "(finished cases are skipped, this one resumes)")
             raise
+        except FolderInUse:
+            raise               # another forge is tuning this case: not a refusal, nothing to record
         except ForgeInputError as exc:
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}

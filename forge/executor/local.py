@@ -38,7 +38,7 @@ class LocalExecutor(Executor):
         self.device.start()
 
     def _new_pool(self) -> ProcessPoolExecutor:
-        return ProcessPoolExecutor(max_workers=self.build_workers, initializer=_ignore_sigint)
+        return ProcessPoolExecutor(max_workers=self.build_workers, initializer=_worker_signals)
 
     def submit(self, job: Job) -> None:
         with self._lock:
@@ -133,7 +133,9 @@ class LocalExecutor(Executor):
         self.pool.shutdown(wait=True, cancel_futures=True)
 
 
-def _ignore_sigint() -> None:
+def _worker_signals() -> None:
     """Build workers leave Ctrl-C to the parent, which stops the run and keeps what is recorded;
-    otherwise every worker prints its own KeyboardInterrupt traceback."""
+    otherwise every worker prints its own KeyboardInterrupt traceback. SIGTERM gets its default
+    back (the CLI turns it into an interrupt in the parent): the pool stops a worker with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
+    signal.signal(signal.SIGTERM, signal.SIG_DFL)
