@@ -2,11 +2,13 @@
 from __future__ import annotations
 
 import io
+import os
 
 from rich.console import Console
 
 from forge.report.leaderboard import Leaderboard, Row
-from forge.report.render import print_leaderboard
+from forge.report.render import headline, print_leaderboard
+from forge.results.lock import folder_lock
 
 PROBLEM = {"op": "softmax", "shape": {"M": 8, "N": 64}, "dtype": "float32", "attrs": {}}
 
@@ -49,3 +51,21 @@ def test_a_tie_is_judged_against_the_row_it_names():
     spreads = [3e-5, 1e-5, 2.19e-3, 2.9e-4, 1.4e-5, 0.0]
     assert tie_ranks(medians, spreads) == [None, 1, 1, 1, None, 5]
     assert tie_ranks([1.0], [0.5]) == [None] and tie_ranks([], []) == []
+
+
+def test_an_unfinished_run_says_whether_it_is_still_going_or_was_interrupted(tmp_path):
+    """A table of what is recorded so far must not read as a run's result: the headline says the
+    run is in progress (a process holds its folder) or was interrupted (none does), with the
+    resume command; a finished run says neither."""
+    def lines(status: str) -> list[str]:
+        info = {"problem": PROBLEM, "measured": True, "status": status, "settings": {"trials": 40},
+                "space": {"cartesian": 4, "valid": 2}}
+        return headline(Leaderboard(str(tmp_path), info, [], [], {"ok": 7, "timeout": 1}, {}, [], []))
+
+    assert not any("RUN " in x for x in lines("complete"))
+    assert f"RUN NOT FINISHED (interrupted or killed): 8 of 40 variants evaluated; continue with: " \
+           f"forge tune --resume {tmp_path}" in lines("running")
+    with folder_lock(tmp_path, "--out"):
+        assert f"RUN IN PROGRESS (pid {os.getpid()}): 8 of 40 variants evaluated so far; this is what is " \
+               "recorded until now" in lines("running")
+    assert any("RUN NOT FINISHED" in x for x in lines("running"))

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import csv
 import io
+from pathlib import Path
 
 from rich.console import Console
 from rich.markup import escape
@@ -11,6 +12,7 @@ from rich.table import Table
 from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
+from forge.results.lock import folder_holder
 from forge.variant import config_text
 
 
@@ -38,8 +40,24 @@ def modeled_line(note: str) -> str:
     return f"times are MODELED, not measured: {why}"
 
 
+def run_state(lb: Leaderboard) -> list[str]:
+    """Nothing for a finished run; otherwise whether it is still going or was interrupted, so a
+    table of what is recorded so far is never read as the run's result."""
+    if lb.info.get("status", "complete") == "complete":
+        return []
+    done = sum(lb.status_counts.values())
+    trials = (lb.info.get("settings") or {}).get("trials")
+    so_far = f"{done} of {trials} variants evaluated" if trials else f"{done} variants evaluated"
+    holder = folder_holder(Path(lb.run_dir))
+    if holder is not None:
+        who = f"pid {holder}" if holder else "another process"
+        return [f"RUN IN PROGRESS ({who}): {so_far} so far; this is what is recorded until now"]
+    return [f"RUN NOT FINISHED (interrupted or killed): {so_far}; continue with: forge tune --resume {lb.run_dir}"]
+
+
 def headline(lb: Leaderboard) -> list[str]:
     lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
+    lines += run_state(lb)
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
     else:

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import fcntl
 import os
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -23,22 +24,56 @@ class FolderInUse(ForgeInputError):
     """Another live forge process holds the folder: nothing was written, retrying later is fine."""
 
 
+PATIENCE_S = 1.0   # a reader's probe (folder_holder) holds the lock for microseconds: wait it out
+
+
+def _pid(fd: int) -> int | None:
+    text = os.pread(fd, 32, 0).decode(errors="replace").strip()
+    return int(text) if text.isdigit() else None
+
+
+def _try_lock(fd: int, patience: float) -> bool:
+    deadline = time.monotonic() + patience
+    while True:
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            return True
+        except BlockingIOError:
+            if time.monotonic() >= deadline:
+                return False
+            time.sleep(0.05)
+
+
 @contextmanager
 def folder_lock(folder: Path, field: str) -> Iterator[None]:
     """Hold `folder` for this process; `field` names the option that chose it in the error."""
+    fd = os.open(Path(folder) / LOCK_FILE, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        if not _try_lock(fd, PATIENCE_S):
+            pid = _pid(fd)
+            raise FolderInUse(field, f"{folder} is being written by another forge process"
+                                     f"{f' (pid {pid})' if pid else ''}; wait for it to finish or stop it "
+                                     "(what it measured is kept, and the folder can be resumed)")
+        os.ftruncate(fd, 0)
+        os.pwrite(fd, str(os.getpid()).encode(), 0)
+        yield
+    finally:
+        os.close(fd)
+
+
+def folder_holder(folder: Path) -> int | None:
+    """The pid of the live forge process writing `folder` (0 when it wrote none), or None when no
+    process is: a report can then tell a run still going from an interrupted one."""
     path = Path(folder) / LOCK_FILE
-    fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+    try:
+        fd = os.open(path, os.O_RDONLY)
+    except OSError:
+        return None
     try:
         try:
-            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            fcntl.flock(fd, fcntl.LOCK_SH | fcntl.LOCK_NB)
         except BlockingIOError:
-            holder = os.read(fd, 64).decode(errors="replace").strip()
-            raise FolderInUse(field, f"{folder} is being written by another forge process"
-                                     f"{f' (pid {holder})' if holder.isdigit() else ''}; wait for it to "
-                                     "finish or stop it (what it measured is kept, and the folder can be "
-                                     "resumed)") from None
-        os.ftruncate(fd, 0)
-        os.write(fd, str(os.getpid()).encode())
-        yield
+            return _pid(fd) or 0
+        return None
     finally:
         os.close(fd)
