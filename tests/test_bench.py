@@ -4,6 +4,7 @@ forge.tuner is replaced by a fake that writes Records with known times, so every
 leaderboard can be checked by hand.
 """
 import json
+import os
 import subprocess
 import sys
 import types
@@ -146,6 +147,14 @@ def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
     tuner = fake_tuner(PLAN)
     run_bench(make_suite(), "cpu", tmp_path)
     assert len(tuner.calls) == 4
+    # The crashed case is not finished: the board says so, and says when a process is still at it.
+    state = build_board(tmp_path)["state"]
+    assert (state["finished"], state["cases"], state["holder"]) == (3, 4, None)
+    assert state["line"].startswith("BENCH NOT FINISHED: 3 of 4 cases finished")
+    assert f"**{state['line']}**" in to_markdown(build_board(tmp_path))
+    with folder_lock(tmp_path, "--out"):
+        assert build_board(tmp_path)["state"]["line"] == f"BENCH IN PROGRESS (pid {os.getpid()}): 3 of 4 cases " \
+                                                          "finished so far"
     tuner2 = fake_tuner({**PLAN, 32: ([7], 9, None, "measured")})
     counts = run_bench(make_suite(), "cpu", tmp_path)
     # Finished (and refused) cases are skipped; only the crashed one is tuned again.
@@ -154,6 +163,7 @@ def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
     marker = json.loads((tmp_path / "cases" / "cannbench-softmax_h64-32" / CASE_MARKER).read_text())
     assert marker["done"] is True
     assert {r["case_id"]: r["status"] for r in build_board(tmp_path)["cases"]}["32"] == "PASSED"
+    assert build_board(tmp_path)["state"]["line"] == ""
 
 
 def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_path, fake_tuner):

@@ -17,6 +17,7 @@ from forge.bench.runner import BENCH_FILE, CASES_DIR, read_marker
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
+from forge.results.lock import folder_holder
 from forge.results.store import STORE_NAME
 from forge.targets import Target, get_target
 
@@ -71,7 +72,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     flops, nbytes = op.flops(p), op.min_bytes(p)
     t_sol = target.roofline_seconds(flops, nbytes, p.dtype)
     row |= {"flops": flops, "min_bytes": nbytes, "t_sol": t_sol, "run_dir": str(run_dir),
-            "evaluations": sum(1 for r in records if r.phase == "search")}
+            "evaluations": sum(1 for r in records if r.phase == "search"), "finished": bool(marker.get("done"))}
 
     tuned = [r for r in records if r.phase in ("search", "final")]
     ok = [r for r in tuned if r.status == "ok" and r.median is not None]
@@ -139,11 +140,28 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
+def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """How far the bench got, and whether a forge process is still at it: a board of an unfinished
+    bench must not read as the suite's result. `line` is empty for a finished one."""
+    cases, finished = len(case_rows), sum(1 for r in case_rows if r["finished"])
+    holder = folder_holder(bench_dir)
+    if holder is not None:
+        line = (f"BENCH IN PROGRESS ({f'pid {holder}' if holder else 'another process'}): {finished} of "
+                f"{cases} cases finished so far")
+    elif finished < cases:
+        line = (f"BENCH NOT FINISHED: {finished} of {cases} cases finished (the others were not reached or "
+                "failed); run the same forge bench command again to continue")
+    else:
+        line = ""
+    return {"cases": cases, "finished": finished, "holder": holder, "line": line}
+
+
 def build_board(bench_dir: str | Path) -> dict[str, Any]:
     bench_dir = Path(bench_dir)
     meta = json.loads((bench_dir / BENCH_FILE).read_text())
     target = get_target(meta["target"])
     rows = [case_row(c, bench_dir, target) for c in meta["cases"]]
+    state = bench_state(bench_dir, rows)
     rows += [_unsupported_row(u) for u in meta["unsupported"]]
     groups: "OrderedDict[tuple[str, str], list[dict]]" = OrderedDict()
     for r in rows:
@@ -161,4 +179,5 @@ def build_board(bench_dir: str | Path) -> dict[str, Any]:
             "target": target.name, "target_kind": target.kind, "target_partial": target.partial,
             "anchors": "T_SOL = T_HW = target roofline max(flops/peak, min_bytes/bandwidth); "
                        "T_b = forge's baseline (vendor if measured, else unfused)",
-            "budget_per_case": meta.get("budget_per_case"), "cases": rows, "operators": operators, "total": total}
+            "budget_per_case": meta.get("budget_per_case"), "state": state, "cases": rows, "operators": operators,
+            "total": total}

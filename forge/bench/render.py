@@ -58,6 +58,7 @@ def to_markdown(board: dict[str, Any]) -> str:
 
     return "\n\n".join([
         f"# forge bench — {board['suite']} on {board['target']} ({board['target_kind']})",
+        *([f"**{board['state']['line']}**"] if board["state"]["line"] else []),
         f"{board['description']}. {board['anchors']}. Times in µs, each marked measured or modeled.",
         "## Suite totals", total_line(board),
         "## Per problem / operator", table(op_head(board), [op_cells(o) for o in board["operators"]]),
@@ -67,6 +68,8 @@ def to_markdown(board: dict[str, Any]) -> str:
 def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases: int = 60) -> None:
     console = console or make_console()
     console.print(f"[bold]forge bench — {escape(board['suite'])} on {escape(board['target'])}[/] ({board['target_kind']})")
+    if board["state"]["line"]:
+        console.print(f"[yellow]{escape(board['state']['line'])}[/]")
     t = Table(*op_head(board), title="per problem / operator", show_lines=False)
     for o in board["operators"]:
         t.add_row(*map(escape, op_cells(o)))

@@ -27,6 +27,7 @@ TEMPLATE = r"""<!doctype html>
 </style></head>
 <body>
 <h1>forge bench — {{ b.suite }} on {{ b.target }} ({{ b.target_kind }})</h1>
+{% if b.state.line %}<p class="fail" id="state">{{ b.state.line }}</p>{% endif %}
 <p class="note">{{ b.description }}. {{ b.anchors }}.{% if b.target_partial %} The target description is partial
 (some hardware numbers are estimates).{% endif %} Times in µs; <span class="modeled">italic = modeled</span>, never measured.</p>
 
