@@ -30,8 +30,9 @@ def compare(
     show_all: bool = typer.Option(False, "--all", help="benches: list every case, ties too"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the comparison as JSON here"),
 ) -> None:
-    """Compare two bench folders case by case, or two runs of one problem: B's best time over
-    A's (above 1: A is faster)."""
+    """Compare two bench folders case by case, or two runs of one problem (B/A above 1: A is faster).
+
+    A tie is a difference within the larger spread; a measured time set against a modeled one is marked."""
     from forge.bench.runner import BENCH_FILE
     from forge.report.compare import compare_benches, compare_runs
 
