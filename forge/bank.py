@@ -118,6 +118,19 @@ def _decode(row: sqlite3.Row) -> dict[str, Any]:
     return d
 
 
+BANK_ERRORS = (OSError, sqlite3.Error)   # unwritable folder, not a database, locked past the timeout
+
+
+def bank_unusable(path: str | Path | None = None) -> str | None:
+    """Why the bank cannot be opened, or None. The bank only saves searches: a run goes on without
+    it rather than stop over it."""
+    try:
+        Bank(path).close()
+    except BANK_ERRORS as exc:
+        return f"{path or bank_path()}: {getattr(exc, 'strerror', None) or exc}"
+    return None
+
+
 def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -> tuple[dict, float, str] | None:
     """(config, median seconds, time_kind) of the best known variant, or None (nothing banked, or a
     stale entry: see bank_stale); counts hits/misses."""

@@ -20,7 +20,8 @@ from rich.markup import escape
 
 from forge.backends import get_backend
 from forge.backends.base import Backend
-from forge.bank import bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale, offer_summary
+from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
+                        bank_unusable, offer_summary)
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
 from forge.executor import Job, Outcome, make_executor
@@ -75,6 +76,7 @@ class Context:
     best_kind: str = ""
     evaluated: int = 0
     since_improvement: int = 0
+    bank: bool = False              # settings.bank, and the bank could be opened
 
 
 def problem_of(settings: TuneSettings) -> Problem:
@@ -218,7 +220,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                 info[key] = before.get(key, info[key])
         _write_run_file(run_dir, info)
 
-        ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
+        ctx = Context(settings, problem, backend, run_dir, store, console, run_id, bank=_bank_usable(settings, console))
         console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
         rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
         console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
@@ -263,7 +265,7 @@ def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:
 
 
 def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
-    if not ctx.settings.bank:
+    if not ctx.bank:
         return None
     hit = bank_lookup(ctx.problem, ctx.backend.target.name)
     if not hit:
@@ -289,7 +291,7 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
 
 def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
     """Best configs of earlier runs on the nearest shapes (tuning bank), measured first."""
-    if not ctx.settings.bank:
+    if not ctx.bank:
         return []
     names = set(strategy.space.names)
     seen, warm = set(), []
@@ -401,11 +403,25 @@ def _final(ctx: Context, executor) -> None:
 
 
 def _offer_to_bank(ctx: Context) -> None:
-    if not ctx.settings.bank:
+    if not ctx.bank:
         return
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
     if recs:
-        ctx.console.print(f"tuning bank: {offer_summary(bank_offer(recs))} ({escape(str(bank_path()))})")
+        try:
+            said = offer_summary(bank_offer(recs))
+        except BANK_ERRORS as exc:   # the run is complete and recorded; only the bank missed it
+            said = f"not updated ({exc}); the run's results are all in {ctx.run_dir}"
+        ctx.console.print(f"tuning bank: {escape(said)} ({escape(str(bank_path()))})")
+
+
+def _bank_usable(settings: TuneSettings, console: Console) -> bool:
+    if not settings.bank:
+        return False
+    why = bank_unusable()
+    if why:
+        console.print(f"[yellow]tuning bank unavailable[/yellow] ({escape(why)}): this run neither uses nor "
+                      "updates it (FORGE_BANK names another file; --no-bank skips it)", highlight=False)
+    return why is None
 
 
 def _variants(n: int) -> str:

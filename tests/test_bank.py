@@ -1,6 +1,8 @@
 """Tuning bank: best-only updates, hit/add/update counts, export/import, and the tuner's bank hit."""
 import json
 import os
+import subprocess
+import sys
 
 import pytest
 from rich.console import Console
@@ -174,3 +176,20 @@ def test_a_bank_written_before_entries_recorded_their_code_opens_and_its_entries
     conn.close()
     assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
     assert bank_offer([rec(5e-6)])["updated"] == 1
+
+
+def test_a_bank_that_cannot_be_opened_never_stops_a_run(bank, tmp_path):
+    """The bank only saves searches: a file that is not a database makes a run search without it
+    (and say so), while `forge bank show`, whose subject it is, is an input error naming FORGE_BANK."""
+    from forge import tuner
+    from forge.config import TuneSettings
+
+    bank.write_text("not a database")
+    con = Console(record=True, width=200, file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0, top_k=0,
+                                  sampler="random", timeout=20.0, out=tmp_path / "r"), console=con)
+    assert json.loads((run / "run.json").read_text())["status"] == "complete"
+    assert f"tuning bank unavailable ({bank}: file is not a database)" in con.export_text()
+    assert bank.read_text() == "not a database"
+    done = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "show"], capture_output=True, text=True)
+    assert done.returncode == 2 and f"FORGE_BANK: {bank}: file is not a database" in done.stderr

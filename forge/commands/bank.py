@@ -1,6 +1,7 @@
 """`forge bank show|export|import`: the tuning bank of best configs (forge/bank.py)."""
 from __future__ import annotations
 
+import os
 from pathlib import Path
 from typing import Optional
 
@@ -8,7 +9,8 @@ import typer
 from rich.markup import escape
 from rich.table import Table
 
-from forge.bank import Bank, bank_path, export_bank, import_bank, is_current, offer_summary
+from forge.bank import Bank, bank_path, bank_unusable, export_bank, import_bank, is_current, offer_summary
+from forge.errors import ForgeInputError
 from forge.report.progress import make_console
 from forge.variant import config_text
 
@@ -26,6 +28,7 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
     if target:
         get_target(target)
     console = make_console()
+    _check_bank()
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
         counters = bank.counters()
@@ -38,6 +41,13 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
                       "current" if is_current(e) else "stale (other generator/model version)")))
     console.print(table)
     console.print("since the bank was made: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
+
+
+def _check_bank() -> None:
+    """The bank is what these commands are about: one that cannot be opened is an input error."""
+    why = bank_unusable()
+    if why:
+        raise ForgeInputError("FORGE_BANK" if os.environ.get("FORGE_BANK") else "bank", why)
 
 
 def _dims(op: str) -> tuple[str, ...]:
@@ -54,6 +64,7 @@ def _dims(op: str) -> tuple[str, ...]:
 @bank_app.command("export")
 def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
     """Write every banked entry to a JSON file."""
+    _check_bank()
     n = export_bank(file)
     typer.echo(f"exported {n} {'entry' if n == 1 else 'entries'} to {file}")
 
@@ -62,6 +73,7 @@ def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
 def import_(file: Path = typer.Argument(..., help="JSON file from `forge bank export`")) -> None:
     """Merge an export: an entry replaces the bank's only when it beats it (an entry made by another
     version of the target's generators or model never replaces one made by this version)."""
+    _check_bank()
     typer.echo(f"imported {file} into {bank_path()}: {offer_summary(import_bank(file))}")
 
 
