@@ -145,7 +145,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                 say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
                 run_dir = tuner.resume(cdir)
             else:
-                say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.op} {case.shape} {case.dtype}"
+                say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.problem().short()}"
                     + time_left(spent, len(suite.cases) - i + 1))
                 run_dir = tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
                                                   dict(options or {})))
