@@ -184,6 +184,13 @@ def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_
     assert [c.shape["M"] for c in tuner.calls] == [16, 32, 64]
 
 
+def test_a_stopped_bench_quotes_its_own_command_to_continue(tmp_path, fake_tuner):
+    fake_tuner(PLAN)
+    command = "forge bench --suite cannbench --target cpu --ops softmax --budget-per-case 4"
+    run_bench(make_suite(), "cpu", tmp_path, command=command)
+    assert build_board(tmp_path)["state"]["line"].endswith(f"; continue with: {command}")
+
+
 def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
     fake_tuner({8: "refuse"})
     s = Suite("t", cases=[softmax_case(8)])

@@ -13,7 +13,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from forge.bench.runner import BENCH_FILE, CASES_DIR, read_marker
+from forge.bench.runner import BENCH_FILE, CASES_DIR, continue_hint, read_marker
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
@@ -140,7 +140,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     return out
 
 
-def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]]) -> dict[str, Any]:
+def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]], command: str | None) -> dict[str, Any]:
     """How far the bench got, and whether a forge process is still at it: a board of an unfinished
     bench must not read as the suite's result. `line` is empty for a finished one."""
     cases, finished = len(case_rows), sum(1 for r in case_rows if r["finished"])
@@ -150,7 +150,7 @@ def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]]) -> dict[str, A
                 f"{cases} cases finished so far")
     elif finished < cases:
         line = (f"BENCH NOT FINISHED: {finished} of {cases} cases finished (the others were not reached or "
-                "failed); run the same forge bench command again to continue")
+                f"failed); {continue_hint(command)}")
     else:
         line = ""
     return {"cases": cases, "finished": finished, "holder": holder, "line": line}
@@ -161,7 +161,7 @@ def build_board(bench_dir: str | Path) -> dict[str, Any]:
     meta = json.loads((bench_dir / BENCH_FILE).read_text())
     target = get_target(meta["target"])
     rows = [case_row(c, bench_dir, target) for c in meta["cases"]]
-    state = bench_state(bench_dir, rows)
+    state = bench_state(bench_dir, rows, meta.get("command"))
     rows += [_unsupported_row(u) for u in meta["unsupported"]]
     groups: "OrderedDict[tuple[str, str], list[dict]]" = OrderedDict()
     for r in rows:

@@ -91,8 +91,10 @@ def check_options(options: dict[str, Any]) -> None:
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
               options: dict[str, Any] | None = None, retry_refused: bool = False,
-              progress: Callable[[str], None] | None = None) -> dict[str, int]:
+              progress: Callable[[str], None] | None = None, command: str | None = None) -> dict[str, int]:
     """Tune each case of `suite` on `target` into `out`; returns counts (tuned, skipped, failed).
+    `command` (the command line that started it) is kept in bench.json and quoted as the way to
+    continue an interrupted bench.
 
     A refused case (an input error: no valid variant, an unsupported shape) is final, since the
     same code refuses it the same way; `retry_refused` tries it again, for a rerun after forge or
@@ -106,11 +108,11 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
         out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out, "--out"):
         return _run_cases(suite, target, out, budget_per_case, options, retry_refused,
-                          progress or (lambda _msg: None))
+                          progress or (lambda _msg: None), command)
 
 
 def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None, options: dict[str, Any] | None,
-               retry_refused: bool, say: Callable[[str], None]) -> dict[str, int]:
+               retry_refused: bool, say: Callable[[str], None], command: str | None) -> dict[str, int]:
     meta_path = out / BENCH_FILE
     if meta_path.is_file():
         old = json.loads(meta_path.read_text())
@@ -120,7 +122,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
     meta = {"suite": suite.name, "description": suite.description, "origin": suite.origin, "target": target,
             "budget_per_case": budget_per_case, "options": {k: str(v) for k, v in (options or {}).items()},
             "cases": [c.as_dict() | {"key": c.key} for c in suite.cases],
-            "unsupported": [u.as_dict() for u in suite.unsupported], "updated": time.time()}
+            "unsupported": [u.as_dict() for u in suite.unsupported], "updated": time.time(), "command": command}
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     counts = {"tuned": 0, "skipped": 0, "failed": 0}
     tuner = None
@@ -152,8 +154,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
             record |= {"done": True, "run_dir": str(run_dir)}
             counts["tuned"] += 1
         except KeyboardInterrupt:
-            say("interrupted: run the same forge bench command again to continue "
-                "(finished cases are skipped, this one resumes)")
+            say(f"interrupted: {continue_hint(command)} (finished cases are skipped, this one resumes)")
             raise
         except FolderInUse:
             raise               # another forge is tuning this case: not a refusal, nothing to record
@@ -171,6 +172,11 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         spent.append(record["seconds"])
         (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
     return counts
+
+
+def continue_hint(command: str | None) -> str:
+    """How to continue a stopped bench: its own command line when known."""
+    return f"continue with: {command}" if command else "run the same forge bench command again to continue"
 
 
 def time_left(spent: list[float], cases_left: int) -> str:

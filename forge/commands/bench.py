@@ -1,6 +1,8 @@
 """`forge bench`: tune a benchmark suite's cases and write its leaderboard (terminal, md, json, html)."""
 from __future__ import annotations
 
+import shlex
+import sys
 import time
 from pathlib import Path
 from typing import Optional
@@ -53,7 +55,8 @@ def bench(
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
                                     "sampler": sampler, "executor": executor, "ray_address": ray_address},
-                           retry_refused=retry_refused, progress=typer.echo)
+                           retry_refused=retry_refused, progress=typer.echo,
+                           command="forge " + shlex.join(sys.argv[1:]))
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
     if not (bench_dir / BENCH_FILE).is_file():
