@@ -316,7 +316,9 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs
                          if strategy.contains(r.config) and not strategy.proposed[strategy.row(r.config)]])
     if recs:
-        ctx.console.print(f"resuming: {len(recs)} variants already evaluated, none will be measured again")
+        ctx.console.print(f"resuming: {_variants(len(recs))} already evaluated, none will be measured again"
+                          + ("; the budget is spent already (raise --trials to search further)"
+                             if len(recs) >= s.trials else ""))
     banked = _bank_hit(ctx, enum) if not recs else None
     if banked is not None:
         ctx.store.set_meta("bank_hit", banked)
