@@ -220,8 +220,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                 info[key] = before.get(key, info[key])
         _write_run_file(run_dir, info)
 
-        ctx = Context(settings, problem, backend, run_dir, store, console, run_id, bank=_bank_usable(settings, console))
         console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
+        ctx = Context(settings, problem, backend, run_dir, store, console, run_id, bank=_bank_usable(settings, console))
         rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
         console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
                       + (f", rejected: {rejected}" if rejected else ""))
