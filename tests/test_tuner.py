@@ -193,6 +193,23 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, signum, status):
     assert len(_search_rows(run)) >= 3
 
 
+def test_sigterm_with_the_ray_executor_still_stops_the_run_cleanly(tmp_path):
+    """ray.init installs Ray's own SIGTERM handler, which ends the driver at once; the executor
+    puts forge's back, so `kill` on a Ray run gives the same clean stop as on a local one."""
+    run = tmp_path / "run"
+    cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
+           "--trials", "400", "--executor", "ray", "--out", str(run), "--no-bank", "--top-k", "0"]
+    proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    deadline = time.time() + 180
+    while time.time() < deadline and len(_search_rows(run)) < 3 and proc.poll() is None:
+        time.sleep(0.2)
+    proc.send_signal(signal.SIGTERM)
+    _, err = proc.communicate(timeout=120)
+    assert proc.returncode == 143, err[-3000:]
+    assert f"forge tune --resume {run}" in err and "SIGTERM received" not in err
+    assert len(_search_rows(run)) >= 3
+
+
 def test_a_folder_another_forge_process_writes_is_refused_until_it_stops(tmp_path):
     """A second forge on a live run's folder (a --resume started too early) stops before writing
     anything and names the holder; once the holder is gone, however it went (SIGKILL here), the

@@ -15,6 +15,8 @@ from __future__ import annotations
 
 import os
 import platform
+import signal
+import threading
 import time
 from pathlib import Path
 
@@ -74,6 +76,20 @@ def _build_task(backend: Backend, variant, cache_dir: str) -> Artifact:
     return build(backend, variant, Path(cache_dir))
 
 
+def _keeping_signal_handlers(start) -> None:
+    """Run `start` (ray.init), then put back the caller's SIGTERM and SIGINT handlers: Ray's core
+    worker installs its own, which ends the process at once, where forge's stops the run cleanly
+    (records kept, the resume line printed). Handlers can only be set from the main thread."""
+    if threading.current_thread() is not threading.main_thread():
+        start()
+        return
+    before = {sig: signal.getsignal(sig) for sig in (signal.SIGTERM, signal.SIGINT)}
+    start()
+    for sig, handler in before.items():
+        if handler is not None:
+            signal.signal(sig, handler)
+
+
 class RayExecutor(Executor):
     def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None,
                  address: str | None = None, device_resources: dict[str, float] | None = None):
@@ -84,7 +100,8 @@ class RayExecutor(Executor):
             check_reachable(address)
             kwargs = {"address": address} if address else {"num_cpus": max(2, len(os.sched_getaffinity(0))),
                                                           "include_dashboard": False}
-            ray.init(ignore_reinit_error=True, log_to_driver=False, logging_level="ERROR", **kwargs)
+            _keeping_signal_handlers(lambda: ray.init(ignore_reinit_error=True, log_to_driver=False,
+                                                      logging_level="ERROR", **kwargs))
         self.ray = ray
         self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
         self._slot_cls = ray.remote(num_cpus=0, resources=device_resources or None, max_restarts=0)(_DeviceSlot)
