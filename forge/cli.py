@@ -81,6 +81,8 @@ def tune(
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),
+    devices: Optional[int] = typer.Option(None, help="with --executor ray: devices measuring at once, one "
+                                                      "variant each (default 1)"),
     measure: Optional[str] = typer.Option(None, help="auto | model | device"),
     reps: Optional[int] = typer.Option(None, help="timed repetitions per variant"),
     timeout: Optional[float] = typer.Option(None, help="seconds before a variant counts as hung"),
@@ -95,7 +97,7 @@ def tune(
 
     flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
-             "ray_address": ray_address, "measure": measure, "reps": reps, "timeout": timeout,
+             "ray_address": ray_address, "devices": devices, "measure": measure, "reps": reps, "timeout": timeout,
              "top_k": top_k, "bank": False if no_bank else None}
     options = parse_pairs(sampler_options, "--sampler-options")
     attrs = parse_pairs(attr, "--attr")

@@ -32,13 +32,14 @@ class SearchOptions(BaseModel):
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     build_workers: int | None = Field(None, ge=1)
+    devices: int = Field(1, ge=1, description="device slots measuring at once, one device each (Ray executor)")
     measure: Literal["auto", "model", "device"] = "auto"
     reps: int = Field(10, ge=1, description="timed repetitions per variant")
     warmup: int = Field(2, ge=0)
     timeout: float = Field(60.0, gt=0, description="seconds before a running variant counts as hung")
     top_k: int = Field(3, ge=0, description="best variants re-measured at the end")
     final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure")
-    batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + 1)")
+    batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices)")
     bank: bool = Field(True, description="look up and update the tuning bank")
 
     @field_validator("sampler")

@@ -7,6 +7,7 @@ attributes, so executors can pickle it to worker processes.
 """
 from __future__ import annotations
 
+import os
 import time
 from typing import Any
 
@@ -82,5 +83,30 @@ class IntervalLogCpuBackend(CpuBackend):
         start = time.time()
         try:
             return super().run(artifact, variant, **kwargs)
+        finally:
+            self._log("run", start)
+
+
+class SlotLogCpuBackend(IntervalLogCpuBackend):
+    """CPU backend measured as if on a device of its own: it asks Ray for one `forge_test_device`
+    per device slot, takes `run_seconds` per measurement, and logs the measuring process, so a test
+    can see several slots measure at once, each in its own actor."""
+
+    measures_on_host = False
+    device_resource = "forge_test_device"
+
+    def __init__(self, target: Target, log_path: str, run_seconds: float = 1.0, **options: Any):
+        super().__init__(target, log_path, **options)
+        self.run_seconds = run_seconds
+
+    def _log(self, kind: str, start: float) -> None:
+        with open(self.log_path, "a") as f:
+            f.write(f"{kind} {start!r} {time.time()!r} {os.getpid()}\n")
+
+    def run(self, artifact, variant: Variant, **kwargs: Any):
+        start = time.time()
+        try:
+            time.sleep(self.run_seconds)
+            return CpuBackend.run(self, artifact, variant, **kwargs)
         finally:
             self._log("run", start)

@@ -24,7 +24,7 @@ from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, b
                         bank_unusable, offer_summary)
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError, writing
-from forge.executor import Job, Outcome, make_executor
+from forge.executor import Job, Outcome, check_devices, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
@@ -187,6 +187,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts}); e.g. "
                                        f"{first}: {'; '.join(space.check(first))}")
 
+    check_devices(settings.devices, settings.executor, backend)
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 
@@ -232,7 +233,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
         measure_baselines(ctx)
         executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
-                                 ray_address=settings.ray_address)
+                                 ray_address=settings.ray_address, devices=settings.devices)
         try:
             _search(ctx, enum, executor)
             _final(ctx, executor)
@@ -326,7 +327,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     for cfg in warm:
         strategy.reserve(cfg)
 
-    batch = s.batch or (executor.build_workers or 1) + 1
+    batch = s.batch or (executor.build_workers or 1) + executor.devices
     in_flight: dict[str, dict[str, Any]] = {}
     started = time.monotonic()
     trial = len(recs)

@@ -222,6 +222,10 @@ def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner)
         run_bench(make_suite(), "cpu", tmp_path / "b", options={"sampler": "annealing"})
     assert exc.value.field == "--sampler" and "random" in str(exc.value)
     assert not (tmp_path / "b").exists()
+    for options, says in (({"devices": 2}, "need --executor ray"), ({"devices": 2, "executor": "ray"}, "host CPU")):
+        with pytest.raises(ForgeInputError, match=f"--devices: .*{says}"):
+            run_bench(make_suite(), "cpu", tmp_path / "b", options=options)
+        assert not (tmp_path / "b").exists()
 
 
 def test_sampler_and_executor_reach_every_case(tmp_path, fake_tuner):

@@ -7,10 +7,12 @@ from __future__ import annotations
 
 import pytest
 
+from forge.errors import ForgeInputError
+
 from forge.executor import Job, make_executor
 from forge.ops import get_op
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend, IntervalLogCpuBackend
+from forge.testing import FaultyCpuBackend, IntervalLogCpuBackend, SlotLogCpuBackend
 from forge.variant import Variant
 
 PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
@@ -19,7 +21,8 @@ PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
 @pytest.fixture(scope="module")
 def ray_cluster():
     import ray
-    ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False, logging_level="ERROR")
+    ray.init(num_cpus=2, resources={"forge_test_device": 2}, include_dashboard=False, log_to_driver=False,
+             logging_level="ERROR")
     yield ray
     ray.shutdown()
 
@@ -113,3 +116,43 @@ def test_local_close_during_a_measurement_raises_nowhere(tmp_path, monkeypatch):
     ex.close()
     ex.device.join(timeout=60)
     assert not ex.device.is_alive() and errors == []
+
+
+def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tmp_path):
+    """`devices` slots each reserve one of the backend's devices (a custom Ray resource here, as
+    "GPU" / "NPU" are on real targets) and measure at the same time in separate actors; more slots
+    than the cluster has devices is an input error before anything is measured."""
+    from forge.executor.ray_executor import RayExecutor
+
+    log = tmp_path / "intervals.log"
+    backend = SlotLogCpuBackend(get_target("cpu"), str(log), run_seconds=1.0)
+    with pytest.raises(ForgeInputError, match=r"--devices: 3 device slot\(s\) need 3 forge_test_device and the "
+                                              r"Ray cluster has 2"):
+        RayExecutor(backend, tmp_path / "cache", devices=3)
+    configs = backend.space(PROBLEM).enumerate().configs()[:6]
+    ex = make_executor("ray", backend, tmp_path / "cache", build_workers=2, devices=2)
+    try:
+        for i, c in enumerate(configs):
+            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=3, warmup=1, timeout=30.0))
+        outcomes = list(ex.results())
+    finally:
+        ex.close()
+    assert [o.measurement.status for o in outcomes] == ["ok"] * 6
+    runs = [(float(a), float(b), pid) for kind, a, b, pid in (line.split() for line in log.read_text().splitlines())
+            if kind == "run"]
+    assert len({pid for _, _, pid in runs}) == 2                                   # two actors measured
+    assert any(a0 < b1 and a1 < b0 for a0, b0, p0 in runs for a1, b1, p1 in runs if p0 != p1)   # at once
+
+
+def test_a_device_slot_reserves_the_targets_device_only_when_it_measures_on_one(monkeypatch):
+    from forge.backends import get_backend
+    from forge.executor.ray_executor import slot_options
+
+    cuda, ascend, cpu = (get_backend(get_target(t)) for t in ("h100", "ascend910b2", "cpu"))
+    assert slot_options(cuda) == {} and slot_options(ascend) == {}        # no GPU / NPU here: modeled
+    for b in (cuda, ascend):
+        monkeypatch.setattr(b, "measure_available", lambda: (True, ""))
+    assert slot_options(cuda) == {"num_gpus": 1}                          # Ray takes GPUs as num_gpus
+    assert slot_options(ascend) == {"resources": {"NPU": 1}}
+    assert slot_options(cpu) == {}                                        # the host CPU is no Ray resource
+    assert slot_options(cpu, {"x": 1}) == {"resources": {"x": 1}}

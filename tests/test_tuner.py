@@ -230,3 +230,15 @@ def test_a_folder_another_forge_process_writes_is_refused_until_it_stops(tmp_pat
     assert _search_rows(run) == before                            # the refused resume wrote nothing
     resume(run, console=QUIET, trials=6)
     assert len(_search_rows(run)) == 6
+
+
+def test_several_device_slots_need_ray_and_a_device_other_than_the_host(tmp_path):
+    """Checked before anything is written: the local executor has one device slot, and the CPU
+    target times on the host, where two measurements at once would disturb each other."""
+    from forge.errors import ForgeInputError
+
+    with pytest.raises(ForgeInputError, match="--devices: 2 device slots need --executor ray"):
+        tune(settings(tmp_path, devices=2), console=QUIET)
+    with pytest.raises(ForgeInputError, match="--devices: the cpu target times variants on the host CPU"):
+        tune(settings(tmp_path, devices=2, executor="ray"), console=QUIET)
+    assert not (tmp_path / "run").exists()

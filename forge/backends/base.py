@@ -102,6 +102,9 @@ class Backend(ABC):
     kind: str = ""
     # True when `run` times on this machine's own CPU: executors then never compile beside it.
     measures_on_host: bool = False
+    # Ray's resource name for one of the devices `run` measures on: a device slot of the Ray
+    # executor reserves one, and Ray makes only that device visible to it.
+    device_resource: str | None = None
 
     def __init__(self, target: Target, measure: str = "auto"):
         if measure not in MEASURE_MODES:

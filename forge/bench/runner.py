@@ -76,17 +76,22 @@ def read_marker(cdir: Path) -> dict[str, Any] | None:
     return json.loads(m.read_text()) if m.is_file() else None
 
 
-def check_options(options: dict[str, Any]) -> None:
+def check_options(options: dict[str, Any], target: str = "cpu") -> None:
     """Search options are checked once, before the folder is made: a bad value would otherwise
-    fail every case the same way. Options the settings do not know are left out, as for a case."""
+    fail every case the same way (and, being an input error, as a final refusal). Options the
+    settings do not know are left out, as for a case."""
     from pydantic import ValidationError
 
+    from forge.backends import get_backend
     from forge.config import SearchOptions, pydantic_error
+    from forge.executor import check_devices
+    from forge.targets import get_target
 
     try:
-        SearchOptions(**{k: v for k, v in options.items() if v is not None and k in SearchOptions.model_fields})
+        opts = SearchOptions(**{k: v for k, v in options.items() if v is not None and k in SearchOptions.model_fields})
     except ValidationError as exc:
         raise pydantic_error(exc, as_flag=True) from None
+    check_devices(opts.devices, opts.executor, get_backend(get_target(target)))
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
@@ -102,7 +107,7 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     from forge.targets import get_target
 
     get_target(target)  # unknown target: clear error before anything is written
-    check_options(options or {})
+    check_options(options or {}, target)
     out = Path(out)
     with writing("--out", out, "the bench folder"):
         out.mkdir(parents=True, exist_ok=True)

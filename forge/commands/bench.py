@@ -30,6 +30,8 @@ def bench(
     executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (default: tune's, local)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS",
                                               help="with --executor ray: join this Ray cluster"),
+    devices: Optional[int] = typer.Option(None, "--devices", min=1, help="with --executor ray: devices measuring "
+                                                                         "at once (default 1)"),
     seed: int = typer.Option(0, "--seed"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=0, help="variants re-measured per case (default: tune's)"),
@@ -54,7 +56,8 @@ def bench(
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
-                                    "sampler": sampler, "executor": executor, "ray_address": ray_address},
+                                    "sampler": sampler, "executor": executor, "ray_address": ray_address,
+                                    "devices": devices},
                            retry_refused=retry_refused, progress=typer.echo,
                            command="forge " + shlex.join(sys.argv[1:]))
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "

@@ -1,4 +1,4 @@
-"""Executors: `local` (process pool + one device slot) and `ray` (tasks + a device actor)."""
+"""Executors: `local` (process pool + one device slot) and `ray` (tasks + device actors)."""
 from __future__ import annotations
 
 from pathlib import Path
@@ -10,8 +10,21 @@ from forge.executor.base import Executor, Job, Outcome
 EXECUTORS = ("local", "ray")
 
 
+def check_devices(devices: int, executor: str, backend: Backend) -> None:
+    """Several device slots need the Ray executor and a target whose device is not the host CPU
+    (two timings at once on the host would disturb each other)."""
+    if devices == 1:
+        return
+    if executor != "ray":
+        raise ForgeInputError("--devices", f"{devices} device slots need --executor ray (the local executor "
+                                           "measures on one device)")
+    if backend.measures_on_host:
+        raise ForgeInputError("--devices", f"the {backend.target.name} target times variants on the host CPU, "
+                                           "one at a time; allowed: 1")
+
+
 def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers: int | None = None,
-                  ray_address: str | None = None) -> Executor:
+                  ray_address: str | None = None, devices: int = 1) -> Executor:
     if name == "local":
         from forge.executor.local import LocalExecutor
 
@@ -19,8 +32,8 @@ def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers
     if name == "ray":
         from forge.executor.ray_executor import RayExecutor
 
-        return RayExecutor(backend, cache_dir, build_workers, address=ray_address)
+        return RayExecutor(backend, cache_dir, build_workers, address=ray_address, devices=devices)
     raise ForgeInputError("executor", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
 
 
-__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "make_executor"]
+__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_devices", "make_executor"]

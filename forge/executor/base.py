@@ -70,6 +70,8 @@ def build(backend: Backend, variant: Variant, cache_dir: Path) -> Artifact:
 
 
 class Executor(ABC):
+    devices: int = 1    # variants measured at once (one per device slot)
+
     def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None):
         self.backend = backend
         self.cache_dir = Path(cache_dir)

@@ -1,9 +1,13 @@
 """Ray executor: builds as Ray tasks on any CPU of the cluster, measurement on one actor per device.
 
 `ray.init()` starts a local cluster, or joins the one at `address` (`--ray-address` or
-RAY_ADDRESS). The device actor runs one measurement at a time (an actor executes its calls in
-order), so the device is never shared. If the actor or a worker dies, the variant becomes a failed
-outcome with the reason and a fresh actor takes over.
+RAY_ADDRESS). Each device slot is an actor that runs one measurement at a time (an actor executes
+its calls in order), so a device is never shared; `devices` slots measure that many variants at
+once. When the backend measures on a device (`Backend.device_resource`: Ray's "GPU" or "NPU"),
+each slot reserves one, wherever in the cluster it is, and Ray makes only that device visible to
+it (CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES); a cluster with fewer such devices than slots
+is an input error before anything is measured. If an actor or a worker dies, the variant becomes a
+failed outcome with the reason and a fresh actor takes that slot.
 
 When the device is the host CPU (`Backend.measures_on_host`), measurement and compilation take
 turns as in the local executor: built variants wait for the running builds to finish and are then
@@ -19,8 +23,11 @@ import signal
 import threading
 import time
 from pathlib import Path
+from typing import Any
 
 from forge.backends.base import Artifact, Backend, Measurement, Verdict
+from forge.errors import ForgeInputError
+from forge.executor import check_devices
 from forge.executor.base import Executor, Job, Outcome, after_build, build, measure, precheck
 
 
@@ -30,8 +37,16 @@ def _ray():
     return ray
 
 
+VISIBLE_DEVICES_ENV = ("CUDA_VISIBLE_DEVICES", "ASCEND_RT_VISIBLE_DEVICES")
+
+
+def _where() -> str:
+    """The node, and the device Ray gave this process, for the record's `host`."""
+    return " ".join([platform.node(), *(f"{v}={os.environ[v]}" for v in VISIBLE_DEVICES_ENV if os.environ.get(v))])
+
+
 class _DeviceSlot:
-    """Owns the device: measures one built variant at a time."""
+    """Owns one device: measures one built variant at a time."""
 
     def __init__(self, backend: Backend, cache_dir: str):
         self.backend = backend
@@ -44,11 +59,11 @@ class _DeviceSlot:
             artifact = build(self.backend, job.variant, self.cache_dir)
         early = after_build(job, verdict, artifact)
         if early is not None:
-            return verdict, artifact, early.measurement, platform.node()
-        return verdict, artifact, measure(self.backend, job, artifact), platform.node()
+            return verdict, artifact, early.measurement, _where()
+        return verdict, artifact, measure(self.backend, job, artifact), _where()
 
     def ping(self) -> str:
-        return platform.node()
+        return _where()
 
 
 def check_reachable(address: str | None, timeout: float = 5.0) -> None:
@@ -90,9 +105,29 @@ def _keeping_signal_handlers(start) -> None:
             signal.signal(sig, handler)
 
 
+def slot_options(backend: Backend, device_resources: dict[str, float] | None = None) -> dict[str, Any]:
+    """What one device slot reserves: `device_resources` when given, else one of the backend's
+    devices when it measures on one, else nothing (modeled times need no device)."""
+    if device_resources:
+        return {"resources": dict(device_resources)}
+    name = backend.device_resource
+    if not name or not backend.measure_available()[0]:
+        return {}
+    return {"num_gpus": 1} if name == "GPU" else {"resources": {name: 1}}   # Ray takes GPUs only as num_gpus
+
+
+def _check_capacity(ray, options: dict[str, Any], devices: int) -> None:
+    wanted = {"GPU": options["num_gpus"]} if "num_gpus" in options else options.get("resources", {})
+    have = ray.cluster_resources()
+    for name, each in wanted.items():
+        if have.get(name, 0) < each * devices:
+            raise ForgeInputError("--devices", f"{devices} device slot(s) need {each * devices:g} {name} and the "
+                                               f"Ray cluster has {have.get(name, 0):g}")
+
+
 class RayExecutor(Executor):
     def __init__(self, backend: Backend, cache_dir: Path, build_workers: int | None = None,
-                 address: str | None = None, device_resources: dict[str, float] | None = None):
+                 address: str | None = None, device_resources: dict[str, float] | None = None, devices: int = 1):
         super().__init__(backend, cache_dir, build_workers)
         ray = _ray()
         if not ray.is_initialized():
@@ -103,13 +138,17 @@ class RayExecutor(Executor):
             _keeping_signal_handlers(lambda: ray.init(ignore_reinit_error=True, log_to_driver=False,
                                                       logging_level="ERROR", **kwargs))
         self.ray = ray
-        self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
-        self._slot_cls = ray.remote(num_cpus=0, resources=device_resources or None, max_restarts=0)(_DeviceSlot)
-        self.slot = self._new_slot()
-        self.builds: dict = {}      # build ref -> job
-        self.runs: dict = {}        # run ref -> (job, artifact)
-        self.ready: list[Outcome] = []
         self._exclusive = bool(getattr(backend, "measures_on_host", False))
+        check_devices(devices, "ray", backend)
+        self.devices = devices
+        options = slot_options(backend, device_resources)
+        _check_capacity(ray, options, devices)
+        self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
+        self._slot_cls = ray.remote(num_cpus=0, max_restarts=0, **options)(_DeviceSlot)
+        self.slots = [self._new_slot() for _ in range(devices)]
+        self.builds: dict = {}      # build ref -> job
+        self.runs: dict = {}        # run ref -> (job, artifact, slot index)
+        self.ready: list[Outcome] = []
         self._built: list = []      # (job, artifact) waiting for the device (exclusive mode)
         self._held: list[Job] = []  # jobs whose build waits for the device to go idle
 
@@ -131,7 +170,12 @@ class RayExecutor(Executor):
         self.builds[ref] = job
 
     def _measure(self, job: Job, artifact: Artifact) -> None:
-        self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
+        """On the slot with the fewest measurements queued."""
+        queued = [0] * len(self.slots)
+        for _, _, i in self.runs.values():
+            queued[i] += 1
+        i = queued.index(min(queued))
+        self.runs[self.slots[i].run.remote(job, artifact)] = (job, artifact, i)
 
     def _pump(self) -> None:
         """Exclusive mode: start the next measurement once no build runs; release held builds
@@ -165,28 +209,27 @@ class RayExecutor(Executor):
                 else:
                     self._measure(job, artifact)
             else:
-                job, artifact = self.runs.pop(ref)
+                job, artifact, slot = self.runs.pop(ref)
                 try:
                     verdict, artifact, m, host = self.ray.get(ref)
                 except Exception as exc:  # the device actor died mid-measurement
                     verdict, host = Verdict(True), ""
                     m = Measurement("runtime_error", f"device worker lost: {type(exc).__name__}: {str(exc)[:500]}")
-                    self._replace_slot()
+                    self._replace_slot(slot)
                 self.ready.append(Outcome(job, verdict, artifact, m, host=host))
         self._pump()
 
-    def _replace_slot(self) -> None:
+    def _replace_slot(self, i: int) -> None:
         try:
-            self.ray.kill(self.slot)
+            self.ray.kill(self.slots[i])
         except Exception:
             pass
-        old = self.slot
-        self.slot = self._new_slot()
+        self.slots[i] = self._new_slot()
         # Measurements queued on the dead actor are resubmitted to the new one.
-        for ref, (job, artifact) in list(self.runs.items()):
-            self.runs.pop(ref)
-            self.runs[self.slot.run.remote(job, artifact)] = (job, artifact)
-        del old
+        for ref, (job, artifact, slot) in list(self.runs.items()):
+            if slot == i:
+                self.runs.pop(ref)
+                self.runs[self.slots[i].run.remote(job, artifact)] = (job, artifact, i)
 
     def next_result(self, timeout: float | None = None) -> Outcome | None:
         deadline = None if timeout is None else time.monotonic() + timeout
@@ -201,7 +244,8 @@ class RayExecutor(Executor):
         return self.ready.pop(0)
 
     def close(self) -> None:
-        try:
-            self.ray.kill(self.slot)
-        except Exception:
-            pass
+        for slot in self.slots:
+            try:
+                self.ray.kill(slot)
+            except Exception:
+                pass

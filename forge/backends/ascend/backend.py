@@ -25,6 +25,7 @@ EMU_TIMEOUT_S = 60.0
 
 class AscendBackend(Backend):
     kind = "ascend"
+    device_resource = "NPU"        # Ray's Ascend resource; it sets ASCEND_RT_VISIBLE_DEVICES (Ray 2.60 npu.py)
 
     def __init__(self, target: Target, measure: str = "auto", **_: Any):
         super().__init__(target, measure)

@@ -36,6 +36,7 @@ def default_cache() -> Path:
 
 class CudaBackend(Backend):
     kind = "cuda"
+    device_resource = "GPU"        # Ray sets CUDA_VISIBLE_DEVICES for the slot's process
 
     def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False, **_: Any):
         super().__init__(target, measure)
