@@ -34,6 +34,16 @@ def executor_name(request):
     return request.param
 
 
+def run_all(ex, configs, reps: int, timeout: float) -> list:
+    """Submit one job per config, collect every outcome, close the executor."""
+    try:
+        for i, c in enumerate(configs):
+            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=reps, warmup=1, timeout=timeout))
+        return list(ex.results())
+    finally:
+        ex.close()
+
+
 def planted(configs):
     faults = {"crash": configs[0], "hang": configs[1], "wrong": configs[2], "compile": configs[3]}
     return FaultyCpuBackend(get_target("cpu"), faults=faults)
@@ -81,13 +91,8 @@ def test_cpu_measurement_never_overlaps_a_compilation(executor_name, tmp_path):
     backend = IntervalLogCpuBackend(get_target("cpu"), str(log))
     assert backend.measures_on_host
     configs = backend.space(PROBLEM).enumerate().configs()[:8]
-    ex = make_executor(executor_name, backend, tmp_path / "cache", build_workers=2)
-    try:
-        for i, c in enumerate(configs):
-            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=5, warmup=1, timeout=10.0))
-        outcomes = list(ex.results())
-    finally:
-        ex.close()
+    outcomes = run_all(make_executor(executor_name, backend, tmp_path / "cache", build_workers=2), configs,
+                       reps=5, timeout=10.0)
     assert [o.measurement.status for o in outcomes] == ["ok"] * len(configs)
     spans = [line.split() for line in log.read_text().splitlines()]
     builds = [(float(a), float(b)) for kind, a, b in spans if kind == "build"]
@@ -130,13 +135,8 @@ def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tm
                                               r"Ray cluster has 2"):
         RayExecutor(backend, tmp_path / "cache", devices=3)
     configs = backend.space(PROBLEM).enumerate().configs()[:6]
-    ex = make_executor("ray", backend, tmp_path / "cache", build_workers=2, devices=2)
-    try:
-        for i, c in enumerate(configs):
-            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=3, warmup=1, timeout=30.0))
-        outcomes = list(ex.results())
-    finally:
-        ex.close()
+    outcomes = run_all(make_executor("ray", backend, tmp_path / "cache", build_workers=2, devices=2), configs,
+                       reps=3, timeout=30.0)
     assert [o.measurement.status for o in outcomes] == ["ok"] * 6
     runs = [(float(a), float(b), pid) for kind, a, b, pid in (line.split() for line in log.read_text().splitlines())
             if kind == "run"]
