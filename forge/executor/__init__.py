@@ -16,8 +16,9 @@ def check_devices(devices: int, executor: str, backend: Backend) -> None:
     if devices == 1:
         return
     if executor != "ray":
-        raise ForgeInputError("--devices", f"{devices} device slots need --executor ray (the local executor "
-                                           "measures on one device)")
+        raise ForgeInputError("--devices", f"{devices} device slots need --executor ray (which starts a Ray "
+                                           "cluster on this machine when given no address); the local executor "
+                                           "measures on one device")
     if backend.measures_on_host:
         raise ForgeInputError("--devices", f"the {backend.target.name} target times variants on the host CPU, "
                                            "one at a time; allowed: 1")
