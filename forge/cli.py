@@ -23,7 +23,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out = make_console()
 err = make_console(stderr=True)
 
-EXTRA_COMMANDS = ("bench", "bank", "replay", "compare")
+EXTRA_COMMANDS = ("bench", "bank", "replay", "compare", "runs")
 
 
 def parse_value(text: str) -> Any:

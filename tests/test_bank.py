@@ -101,6 +101,9 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     store = Store.for_run(run)
     assert store.get_meta("bank_hit") == entry[0]                              # and reported
     store.close()
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import headline
+    assert any(line.startswith("served by the tuning bank") for line in headline(build_leaderboard(run)))
 
 
 def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path):

@@ -186,9 +186,14 @@ def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_
 
 def test_a_stopped_bench_quotes_its_own_command_to_continue(tmp_path, fake_tuner):
     fake_tuner(PLAN)
+    from forge.commands.runs import collect
+
     command = "forge bench --suite cannbench --target cpu --ops softmax --budget-per-case 4"
-    run_bench(make_suite(), "cpu", tmp_path, command=command)
-    assert build_board(tmp_path)["state"]["line"].endswith(f"; continue with: {command}")
+    run_bench(make_suite(), "cpu", tmp_path / "b", command=command)
+    assert build_board(tmp_path / "b")["state"]["line"].endswith(f"; continue with: {command}")
+    (row,) = collect(tmp_path)                                          # and `forge runs` lists it
+    assert (row["what"], row["status"], row["progress"]) == ("bench t (5 cases)", "interrupted",
+                                                             "3/4 cases finished, 2 passed")
 
 
 def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):

@@ -242,3 +242,31 @@ def test_several_device_slots_need_ray_and_a_device_other_than_the_host(tmp_path
     with pytest.raises(ForgeInputError, match="--devices: the cpu target times variants on the host CPU"):
         tune(settings(tmp_path, devices=2, executor="ray"), console=QUIET)
     assert not (tmp_path / "run").exists()
+
+
+def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
+    """A folder of runs read at a glance: a finished run, one interrupted (run.json still says
+    running, no process holds it) and one a process holds, each with its progress and best."""
+    import shutil
+
+    from forge.commands.runs import collect
+    from forge.results.lock import folder_lock
+
+    done = tune(settings(tmp_path, trials=3, top_k=0, out=tmp_path / "runs" / "a"), console=QUIET)
+    for name in ("b", "c"):
+        shutil.copytree(done, tmp_path / "runs" / name)
+        meta = json.loads((tmp_path / "runs" / name / "run.json").read_text())
+        (tmp_path / "runs" / name / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    with folder_lock(tmp_path / "runs" / "c", "--out"):
+        rows = collect(tmp_path / "runs")
+    assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
+    assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
+    assert all(r["progress"] == "3/3 variants" and r["best"] > 0 and r["speedup"] for r in rows)
+    cli = [sys.executable, "-m", "forge.cli", "runs"]
+    listed = subprocess.run([*cli, str(tmp_path / "runs"), "--json", str(tmp_path / "runs.json")],
+                            capture_output=True, text=True)
+    assert listed.returncode == 0, listed.stderr
+    assert [r["status"] for r in json.loads((tmp_path / "runs.json").read_text())] == ["complete", "interrupted",
+                                                                                       "interrupted"]
+    missing = subprocess.run([*cli, str(tmp_path / "nope")], capture_output=True, text=True)
+    assert missing.returncode == 2 and "folder: " in missing.stderr

@@ -82,6 +82,7 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     store = Store.for_run(run_dir)
     try:
         records = store.records()
+        info = {**info, "bank_hit": store.get_meta("bank_hit")}
     finally:
         store.close()
     search = [r for r in records if r.phase == "search"]

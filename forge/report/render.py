@@ -58,6 +58,8 @@ def run_state(lb: Leaderboard) -> list[str]:
 def headline(lb: Leaderboard) -> list[str]:
     lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
     lines += run_state(lb)
+    if lb.info.get("bank_hit"):
+        lines.append("served by the tuning bank: only its config was evaluated, the search skipped (--no-bank searches)")
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
     else:

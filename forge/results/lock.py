@@ -77,3 +77,12 @@ def folder_holder(folder: Path) -> int | None:
         return None
     finally:
         os.close(fd)
+
+
+def activity(folder: Path, finished: bool) -> str:
+    """A run's or bench's state in a word or two: "in progress (pid N)" while a process holds it
+    (a finished run being resumed with a raised budget too), else "complete" or "interrupted"."""
+    holder = folder_holder(folder)
+    if holder is not None:
+        return f"in progress (pid {holder})" if holder else "in progress"
+    return "complete" if finished else "interrupted"

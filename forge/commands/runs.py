@@ -1,0 +1,89 @@
+"""`forge runs [FOLDER]`: the runs and benches in a results folder, what each tuned, how far it got
+and its best, so a folder of timestamped runs can be read without opening each one."""
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any, Optional
+
+import typer
+from rich.markup import escape
+from rich.table import Table
+
+from forge.errors import ForgeInputError, writing
+from forge.problem import Problem
+from forge.report.progress import fmt_seconds, make_console
+from forge.results.lock import activity
+
+
+def run_row(path: Path) -> dict[str, Any]:
+    from forge.report.leaderboard import build_leaderboard
+
+    lb = build_leaderboard(path)
+    info = lb.info
+    best = lb.rows[0] if lb.rows else None
+    return {"kind": "run", "path": str(path), "started": info.get("started"),
+            "what": Problem(**info["problem"]).short(), "target": (info.get("target") or {}).get("name"),
+            "status": activity(path, info.get("status") == "complete"),
+            "progress": "bank hit" if info.get("bank_hit") else
+                        f"{sum(lb.status_counts.values())}/{(info.get('settings') or {}).get('trials', '?')} variants",
+            "best": best.median if best else None, "best_kind": best.time_kind if best else None,
+            "speedup": best.speedup_vendor or best.speedup_unfused if best else None,
+            "speedup_over": ("vendor" if best.speedup_vendor else "unfused") if best else None}
+
+
+def bench_row(path: Path) -> dict[str, Any]:
+    from forge.bench.board import build_board
+
+    board = build_board(path)
+    state, total = board["state"], board["total"]
+    return {"kind": "bench", "path": str(path), "started": None,
+            "what": f"bench {board['suite']} ({total['cases']} cases)", "target": board["target"],
+            "status": activity(path, state["finished"] == state["cases"]),
+            "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed",
+            "best": None, "best_kind": None, "speedup": total["geomean_speedup"], "speedup_over": "geomean"}
+
+
+def collect(folder: Path) -> list[dict[str, Any]]:
+    """Every run folder (run.json) and bench folder (bench.json) directly under `folder`."""
+    from forge.bench.runner import BENCH_FILE, RUN_FILE
+
+    rows = []
+    for path in sorted(p for p in folder.iterdir() if p.is_dir()):
+        if (path / BENCH_FILE).is_file():
+            rows.append(bench_row(path))
+        elif (path / RUN_FILE).is_file():
+            rows.append(run_row(path))
+    return rows
+
+
+def runs(
+    folder: Path = typer.Argument(Path("results"), help="folder holding run and bench folders"),
+    json_out: Optional[Path] = typer.Option(None, "--json", help="also write the list as JSON here"),
+) -> None:
+    """List the runs and benches in a folder: problem, target, state, progress, best."""
+    if not folder.is_dir():
+        raise ForgeInputError("folder", f"{folder} is not a folder")
+    rows = collect(folder)
+    con = make_console()
+    if not rows:
+        con.print(f"no forge run or bench folder in {escape(str(folder))}")
+    else:
+        table = Table(title=str(folder))
+        for col in ("folder", "what", "target", "state", "progress", "best", "speedup"):
+            table.add_column(col)
+        for r in rows:
+            best = fmt_seconds(r["best"]) + (" (modeled)" if r["best_kind"] == "modeled" else "") if r["best"] else "–"
+            speed = f"{r['speedup']:.2f}× {r['speedup_over']}" if r["speedup"] else "–"
+            style = "yellow" if r["status"].startswith("in progress") else ("red" if r["status"] == "interrupted" else "")
+            table.add_row(*map(escape, (Path(r["path"]).name, r["what"], str(r["target"]), r["status"], r["progress"],
+                                        best, speed)), style=style)
+        con.print(table)
+    if json_out:
+        with writing("--json", json_out):
+            json_out.write_text(json.dumps(rows, indent=1, default=str))
+        con.print(f"wrote {json_out}")
+
+
+def register(app: typer.Typer) -> None:
+    app.command("runs")(runs)
