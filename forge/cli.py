@@ -285,7 +285,7 @@ def main() -> None:
         if isinstance(code, int) and code:
             sys.exit(code)
     except ForgeInputError as exc:
-        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False)
+        err.print(f"[red]error:[/red] {escape(str(exc))}", highlight=False, soft_wrap=True)   # one line, never cut
         sys.exit(2)
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")

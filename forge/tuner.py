@@ -126,6 +126,9 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
         hint = ""
         if (Path(run_dir) / BENCH_FILE).is_file():
             hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / CASES_DIR}/<case>"
+        elif Path(run_dir).is_dir() and any((p / RUN_FILE).is_file() or (p / BENCH_FILE).is_file()
+                                            for p in Path(run_dir).iterdir() if p.is_dir()):
+            hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
     return json.loads(path.read_text())
 

@@ -270,3 +270,6 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
                                                                                        "interrupted"]
     missing = subprocess.run([*cli, str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "folder: " in missing.stderr
+    report = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "runs")],
+                            capture_output=True, text=True)
+    assert report.returncode == 2 and f"`forge runs {tmp_path / 'runs'}` lists them" in report.stderr
