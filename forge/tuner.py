@@ -242,7 +242,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             _final(ctx, executor)
         except KeyboardInterrupt:
             console.print(f"interrupted after {_variants(ctx.evaluated)}; everything measured is recorded. "
-                          f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False)
+                          f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
+                          soft_wrap=True)
             raise
         finally:
             executor.close()

@@ -69,7 +69,7 @@ def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases
     console = console or make_console()
     console.print(f"[bold]forge bench — {escape(board['suite'])} on {escape(board['target'])}[/] ({board['target_kind']})")
     if board["state"]["line"]:
-        console.print(f"[yellow]{escape(board['state']['line'])}[/]")
+        console.print(f"[yellow]{escape(board['state']['line'])}[/]", soft_wrap=True)   # it quotes a command
     t = Table(*op_head(board), title="per problem / operator", show_lines=False)
     for o in board["operators"]:
         t.add_row(*map(escape, op_cells(o)))

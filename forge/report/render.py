@@ -84,7 +84,8 @@ def headline(lb: Leaderboard) -> list[str]:
 
 def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     for line in headline(lb):
-        console.print(line, highlight=False, markup=False)
+        # a line that quotes a command stays one line, so the command can be copied whole
+        console.print(line, highlight=False, markup=False, soft_wrap="forge tune --resume" in line)
     emulated = any("emulation" in r.extra for r in lb.rows)
     table = Table(title="leaderboard", show_lines=False)
     for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline") + (
