@@ -31,6 +31,9 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     from forge.cli import parse_pairs
     from forge.search.random_baseline import expected_best_random, score
     from forge.search.strategies import check_strategy_options
+    from rich.progress import track
+
+    from forge.report.progress import make_console
     from forge.search.replay_run import run_replay
 
     try:
@@ -46,7 +49,11 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         opts = parse_pairs(options, "--options")
         check_strategy_options(strategy, opts, "--options")
         data = load_cache(cachefile)
-        results = [run_replay(data, strategy, budget, seed=s, batch=batch, **opts) for s in range(seeds)]
+        con = make_console(stderr=True)
+        each = range(seeds)
+        if con.is_terminal:          # a live bar on a terminal only: slow samplers take minutes
+            each = track(each, description=f"{strategy}, seed", console=con, transient=True)
+        results = [run_replay(data, strategy, budget, seed=s, batch=batch, **opts) for s in each]
     except ForgeInputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
