@@ -134,9 +134,14 @@ def tune(
         _check_options(sampler or "forge", options)
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
+    runs = []
     for s in settings:
-        run = tuner.tune(s, console=err)
-        _print_report(run)
+        runs.append(tuner.tune(s, console=err))
+        _print_report(runs[-1])
+    if len(runs) > 1:                    # a config's shapes side by side at the end
+        from forge.commands.runs import print_rows, run_row
+
+        print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {settings[0].op} tuned", out)
 
 
 def _check_options(sampler: str, options: dict[str, Any]) -> None:

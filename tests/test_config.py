@@ -124,3 +124,14 @@ def test_console_script_usage_errors_exit_2_without_traceback():
         res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
         assert res.returncode == 2, (argv, res.stderr[-2000:])
         assert needle in res.stderr and "Traceback" not in res.stderr
+
+
+def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
+    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 8, N: 16}}]\ntrials: 2\ntop_k: 0\nreps: 2\n"
+                          f"bank: false\nout: {tmp_path / 'r'}\n")
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
+                          text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    summary = proc.stdout[proc.stdout.index("2 shapes of softmax tuned"):]
+    assert "softmax[M=4,N=8] float32" in summary and "softmax[M=8,N=16] float32" in summary
+    assert summary.count("complete") == 2

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
@@ -44,6 +45,19 @@ def bench_row(path: Path) -> dict[str, Any]:
             "best": None, "best_kind": None, "speedup": total["geomean_speedup"], "speedup_over": "geomean"}
 
 
+def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
+    table = Table(title=title)
+    for col in ("folder", "what", "target", "state", "progress", "best", "speedup"):
+        table.add_column(col)
+    for r in rows:
+        best = fmt_seconds(r["best"]) + (" (modeled)" if r["best_kind"] == "modeled" else "") if r["best"] else "–"
+        speed = f"{r['speedup']:.2f}× {r['speedup_over']}" if r["speedup"] else "–"
+        style = "yellow" if r["status"].startswith("in progress") else ("red" if r["status"] == "interrupted" else "")
+        table.add_row(*map(escape, (Path(r["path"]).name, r["what"], str(r["target"]), r["status"], r["progress"],
+                                    best, speed)), style=style)
+    con.print(table)
+
+
 def collect(folder: Path) -> list[dict[str, Any]]:
     """Every run folder (run.json) and bench folder (bench.json) directly under `folder`."""
     from forge.bench.runner import BENCH_FILE, RUN_FILE
@@ -69,16 +83,7 @@ def runs(
     if not rows:
         con.print(f"no forge run or bench folder in {escape(str(folder))}")
     else:
-        table = Table(title=str(folder))
-        for col in ("folder", "what", "target", "state", "progress", "best", "speedup"):
-            table.add_column(col)
-        for r in rows:
-            best = fmt_seconds(r["best"]) + (" (modeled)" if r["best_kind"] == "modeled" else "") if r["best"] else "–"
-            speed = f"{r['speedup']:.2f}× {r['speedup_over']}" if r["speedup"] else "–"
-            style = "yellow" if r["status"].startswith("in progress") else ("red" if r["status"] == "interrupted" else "")
-            table.add_row(*map(escape, (Path(r["path"]).name, r["what"], str(r["target"]), r["status"], r["progress"],
-                                        best, speed)), style=style)
-        con.print(table)
+        print_rows(rows, str(folder), con)
     if json_out:
         with writing("--json", json_out):
             json_out.write_text(json.dumps(rows, indent=1, default=str))
