@@ -18,7 +18,7 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from forge.backends import get_backend
+from forge.backends import get_backend, target_code
 from forge.backends.base import Backend
 from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
@@ -209,6 +209,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             "run_id": run_id, "status": "running", "settings": settings.model_dump(mode="json"),
             "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
             "target": {"name": target.name, "kind": target.kind, "description": target.description},
+            "code": target_code(target.name),     # generators + model version: `forge show` compares it
             "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
             "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
                       "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},

@@ -60,7 +60,31 @@ def _check_report_formats(run, lb):
     best = " ".join(f"{k}={v}" for k, v in lb.rows[0].config.items())
     assert best in (run / "leaderboard.md").read_text()
     r = CliRunner().invoke(app, ["show", str(run), "1"])
-    assert r.exit_code == 0 and best in r.output
+    assert r.exit_code == 0 and best in r.output and "changed since" not in r.output
+    _check_show_export(run, lb)
+
+
+def _check_show_export(run, lb):
+    """`forge show --export` writes the variant's every file and its description to a new folder,
+    never into one that holds anything; a run whose target's generators changed since says so."""
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    folder = run.parent / "exported"
+    r = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
+    assert r.exit_code == 0, r.output
+    about = json.loads((folder / "forge_variant.json").read_text())
+    assert about["config"] == lb.rows[0].config and about["rank"] == 1
+    assert sorted(p.name for p in folder.iterdir()) == sorted([*about["files"], "forge_variant.json"])
+    assert "forge_kernel" in (folder / about["main"]).read_text()
+    again = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
+    assert again.exit_code != 0 and "is not empty" in str(again.exception or again.output)
+    meta = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**meta, "code": "an older generator"}))
+    r = CliRunner().invoke(app, ["show", str(run), "1"])
+    assert "cpu's generators or model changed since" in r.output
+    (run / "run.json").write_text(json.dumps(meta))
 
 
 def test_faulty_variants_are_recorded_and_never_ranked(tmp_path):
