@@ -15,6 +15,9 @@ from forge.errors import ForgeInputError
 from forge.search.strategies import check_strategy_options, strategy_names
 
 
+RESULTS_DIR = Path("results")   # where runs and benches go without --out (forge runs lists it)
+
+
 class SearchOptions(BaseModel):
     model_config = ConfigDict(extra="forbid")
 

@@ -22,7 +22,7 @@ from forge.backends import get_backend, target_code
 from forge.backends.base import Backend
 from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
-from forge.config import TuneSettings
+from forge.config import RESULTS_DIR, TuneSettings
 from forge.errors import ForgeInputError, writing
 from forge.executor import Job, Outcome, check_devices, make_executor
 from forge.ops import get_op
@@ -44,7 +44,7 @@ CACHE_DIR = Path(os.environ.get("FORGE_CACHE", Path.home() / ".cache" / "forge" 
 
 
 def default_run_dir(op: str, target: str) -> Path:
-    return Path("results") / f"{op}-{target}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
+    return RESULTS_DIR / f"{op}-{target}-{datetime.now().strftime('%Y%m%d-%H%M%S')}"
 
 
 def input_seed(variant: Variant, seed: int, phase: str) -> int:

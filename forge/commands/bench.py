@@ -12,6 +12,7 @@ import typer
 from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
+from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
 
 
@@ -50,7 +51,7 @@ def bench(
     if not s.cases and not s.unsupported:
         raise typer.BadParameter(f"no case of suite {s.name!r} matches --ops {','.join(wanted)}", param_hint="--ops")
     name = Path(suite).name if Path(suite).exists() else suite
-    bench_dir = out or Path("results") / f"bench-{name}-{target}"
+    bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")
     if not report_only:
         started = time.time()

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
@@ -72,14 +73,18 @@ def collect(folder: Path) -> list[dict[str, Any]]:
 
 
 def runs(
-    folder: Path = typer.Argument(Path("results"), help="folder holding run and bench folders"),
+    folder: Optional[Path] = typer.Argument(None, help="folder holding run and bench folders [default: results]"),
     json_out: Optional[Path] = typer.Option(None, "--json", help="also write the list as JSON here"),
 ) -> None:
     """List the runs and benches in a folder: problem, target, state, progress, best."""
+    con = make_console()
+    if folder is None and not RESULTS_DIR.is_dir():
+        con.print(f"no runs yet: {RESULTS_DIR}/ does not exist (forge tune and forge bench write there)")
+        return
+    folder = folder or RESULTS_DIR
     if not folder.is_dir():
         raise ForgeInputError("folder", f"{folder} is not a folder")
     rows = collect(folder)
-    con = make_console()
     if not rows:
         con.print(f"no forge run or bench folder in {escape(str(folder))}")
     else:
