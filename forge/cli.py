@@ -24,6 +24,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out = make_console()
 err = make_console(stderr=True)
 
+# What a resumed run may change: its budget, and where it runs (not what it searches or measures).
+RESUME_OVERRIDES = ("trials", "time_budget", "patience", "executor", "ray_address", "devices")
 EXTRA_COMMANDS = ("bench", "bank", "replay", "compare", "runs")
 
 
@@ -105,7 +107,15 @@ def tune(
     if causal is not None:
         attrs["causal"] = causal
     if resume is not None:
-        run = tuner.resume(resume, console=err, **{k: v for k, v in flags.items() if k in ("trials", "time_budget", "patience")})
+        given = {k: v for k, v in {**flags, "op": op, "shape": shape, "attr": attr, "causal": causal, "space": space,
+                                   "sampler_options": sampler_options, "config": config, "out": out_dir}.items()
+                 if v is not None}
+        fixed = sorted(set(given) - set(RESUME_OVERRIDES))
+        if fixed:
+            raise ForgeInputError("--resume", f"{', '.join('--' + k.replace('_', '-') for k in fixed)}: fixed by the "
+                                              f"run being resumed; allowed with --resume: "
+                                              f"{', '.join('--' + k.replace('_', '-') for k in RESUME_OVERRIDES)}")
+        run = tuner.resume(resume, console=err, **given)
         _print_report(run)
         return
     if config is not None:

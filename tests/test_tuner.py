@@ -297,3 +297,17 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     report = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "runs")],
                             capture_output=True, text=True)
     assert report.returncode == 2 and f"`forge runs {tmp_path / 'runs'}` lists them" in report.stderr
+
+
+def test_resume_refuses_flags_the_run_fixed_and_takes_its_budget_and_place(tmp_path):
+    """A resumed run keeps what it searches and how it measures: a flag that would change it is an
+    input error naming the flag (it used to be dropped silently); the budget may be raised."""
+    run = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
+    before = _search_rows(run)
+    cli = [sys.executable, "-m", "forge.cli", "tune", "--resume", str(run)]
+    refused = subprocess.run([*cli, "--sampler", "tpe", "--reps", "3"], capture_output=True, text=True, timeout=120)
+    assert refused.returncode == 2 and "--reps, --sampler: fixed by the run being resumed" in refused.stderr
+    assert _search_rows(run) == before
+    done = subprocess.run([*cli, "--trials", "4"], capture_output=True, text=True, timeout=300)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert len(_search_rows(run)) == 4
