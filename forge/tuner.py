@@ -24,14 +24,14 @@ from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, b
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings
 from forge.errors import ForgeInputError, writing
-from forge.executor import Job, Outcome, check_devices, make_executor
+from forge.executor import Executor, Job, Outcome, check_devices, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
 from forge.results import Record, Store
 from forge.results.lock import folder_lock
 from forge.search.strategy import Strategy
-from forge.space import Enumeration
+from forge.space import Enumeration, Space
 from forge.targets import get_target
 from forge.variant import Variant, config_text
 
@@ -133,7 +133,7 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
     return json.loads(path.read_text())
 
 
-def measure_baselines(ctx: Context, again: bool = False) -> None:
+def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> None:
     """Baselines at the start (once per run), and `again` right before the final re-measure so the
     reported speedups compare times taken minutes apart at most. The latest record of each wins."""
     done = {r.config.get("baseline"): r for r in ctx.store.records(phase="baseline")}
@@ -141,7 +141,7 @@ def measure_baselines(ctx: Context, again: bool = False) -> None:
         ctx.console.print("[dim]re-timing baselines…[/dim]" if again else "[dim]measuring baselines…[/dim]")
         s = ctx.settings
         try:
-            bases = ctx.backend.baselines(ctx.problem, CACHE_DIR, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
+            bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
         except Exception as exc:  # a baseline failing must not stop the search
             ctx.console.print(f"[yellow]baselines failed: {type(exc).__name__}: {escape(str(exc))}[/yellow]")
             bases = []
@@ -204,41 +204,12 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
         run_id = store.get_meta("run_id") or run_dir.name
         store.set_meta("run_id", run_id)
-        can_measure, why = backend.measure_available()
-        info = {
-            "run_id": run_id, "status": "running", "settings": settings.model_dump(mode="json"),
-            "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
-            "target": {"name": target.name, "kind": target.kind, "description": target.description},
-            "code": target_code(target.name),     # generators + model version: `forge show` compares it
-            "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
-            "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
-                      "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
-            "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),
-                                                       get_op(problem.op).min_bytes(problem), problem.dtype),
-            "started": time.time(),
-        }
-        if resume and (run_dir / RUN_FILE).is_file():
-            # A resumed run keeps its start and its roofline: the CPU's roofline comes from a probe,
-            # and a second probe would move every row's percentage.
-            before = read_run_file(run_dir)
-            for key in ("started", "roofline_seconds"):
-                info[key] = before.get(key, info[key])
-        _write_run_file(run_dir, info)
-
-        console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {run_dir}")
-        ctx = Context(settings, problem, backend, run_dir, store, console, run_id, bank=_bank_usable(settings, console))
-        rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
-        console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
-                      + (f", rejected: {rejected}" if rejected else ""))
-        if not info["measured"]:
-            from forge.report.render import modeled_line
-
-            console.print(f"[yellow]{escape(modeled_line(why))}[/yellow]", highlight=False)
-
-        measure_baselines(ctx)
+        ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
         executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
                                  ray_address=settings.ray_address, devices=settings.devices)
         try:
+            info = _start(ctx, executor, space, enum, enum_seconds, resume)
+            measure_baselines(ctx, executor)
             _search(ctx, enum, executor)
             _final(ctx, executor)
         except KeyboardInterrupt:
@@ -253,6 +224,45 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         _write_run_file(run_dir, info)
         store.close()
     return run_dir
+
+
+def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, enum_seconds: float,
+           resume: bool) -> dict[str, Any]:
+    """Write run.json (the run's settings, problem, space and whether its times are measured, as
+    the executor's device slot finds) and print the run's header; returns the run.json content."""
+    settings, problem, target = ctx.settings, ctx.problem, ctx.backend.target
+    can_measure, why = executor.measure_available()
+    info = {
+        "run_id": ctx.run_id, "status": "running", "settings": settings.model_dump(mode="json"),
+        "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
+        "target": {"name": target.name, "kind": target.kind, "description": target.description},
+        "code": target_code(target.name),     # generators + model version: `forge show` compares it
+        "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
+        "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
+                  "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
+        "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),
+                                                   get_op(problem.op).min_bytes(problem), problem.dtype),
+        "started": time.time(),
+    }
+    if resume and (ctx.run_dir / RUN_FILE).is_file():
+        # A resumed run keeps its start and its roofline: the CPU's roofline comes from a probe,
+        # and a second probe would move every row's percentage.
+        before = read_run_file(ctx.run_dir)
+        for key in ("started", "roofline_seconds"):
+            info[key] = before.get(key, info[key])
+    _write_run_file(ctx.run_dir, info)
+
+    console = ctx.console
+    console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {ctx.run_dir}")
+    ctx.bank = _bank_usable(settings, console)
+    rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
+    console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
+                  + (f", rejected: {rejected}" if rejected else ""))
+    if not info["measured"]:
+        from forge.report.render import modeled_line
+
+        console.print(f"[yellow]{escape(modeled_line(why))}[/yellow]", highlight=False)
+    return info
 
 
 def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
@@ -401,7 +411,7 @@ def _final(ctx: Context, executor) -> None:
     top = sorted(ok, key=lambda r: r.median)[: s.top_k]
     last_baseline = max((r.timestamp for r in ctx.store.records(phase="baseline")), default=0.0)
     if time.time() - last_baseline > BASELINE_RETIME_AFTER_S:
-        measure_baselines(ctx, again=True)
+        measure_baselines(ctx, executor, again=True)
     ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions…")
     for r in top:
         v = Variant(ctx.problem, ctx.backend.target.name, r.config)

@@ -12,7 +12,8 @@ from forge.errors import ForgeInputError
 from forge.executor import Job, make_executor
 from forge.ops import get_op
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend, IntervalLogCpuBackend, SlotLogCpuBackend
+from forge.results import Store
+from forge.testing import DriverlessCpuBackend, FaultyCpuBackend, IntervalLogCpuBackend, SlotLogCpuBackend
 from forge.variant import Variant
 
 PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
@@ -144,15 +145,43 @@ def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tm
     assert any(a0 < b1 and a1 < b0 for a0, b0, p0 in runs for a1, b1, p1 in runs if p0 != p1)   # at once
 
 
-def test_a_device_slot_reserves_the_targets_device_only_when_it_measures_on_one(monkeypatch):
+def test_a_device_slot_reserves_the_targets_device_when_the_cluster_has_one():
     from forge.backends import get_backend
     from forge.executor.ray_executor import slot_options
 
     cuda, ascend, cpu = (get_backend(get_target(t)) for t in ("h100", "ascend910b2", "cpu"))
-    assert slot_options(cuda) == {} and slot_options(ascend) == {}        # no GPU / NPU here: modeled
-    for b in (cuda, ascend):
-        monkeypatch.setattr(b, "measure_available", lambda: (True, ""))
-    assert slot_options(cuda) == {"num_gpus": 1}                          # Ray takes GPUs as num_gpus
-    assert slot_options(ascend) == {"resources": {"NPU": 1}}
-    assert slot_options(cpu) == {}                                        # the host CPU is no Ray resource
-    assert slot_options(cpu, {"x": 1}) == {"resources": {"x": 1}}
+    bare, devices = {"CPU": 8.0}, {"CPU": 8.0, "GPU": 4.0, "NPU": 8.0}
+    assert slot_options(cuda, bare) == {} and slot_options(ascend, bare) == {}   # no such device in the cluster
+    assert slot_options(cuda, devices) == {"num_gpus": 1}                       # Ray takes GPUs as num_gpus
+    assert slot_options(ascend, devices) == {"resources": {"NPU": 1}}
+    assert slot_options(get_backend(get_target("h100"), measure="model"), devices) == {}   # modeled: none
+    assert slot_options(cpu, devices) == {}                                     # the host CPU is no Ray resource
+    assert slot_options(cpu, bare, {"x": 1}) == {"resources": {"x": 1}}
+
+
+def test_on_ray_the_device_slot_decides_measured_or_modeled_and_times_the_baselines(ray_cluster, tmp_path):
+    """Driven from a machine without the device, a Ray run still measures on the cluster's: the
+    measured-or-modeled question and the baselines go to a device slot, and run.json says what
+    the slot found."""
+    import json
+    import os
+
+    from forge.config import TuneSettings
+    from forge.tuner import tune
+    from rich.console import Console
+
+    backend = DriverlessCpuBackend(get_target("cpu"), str(tmp_path / "intervals.log"))
+    assert backend.measure_available()[0] is False                      # here, in the driving process
+    local = make_executor("local", backend, tmp_path / "cache", build_workers=1)
+    try:
+        assert local.measure_available()[0] is False
+    finally:
+        local.close()
+    run = tune(TuneSettings(op="softmax", shape={"M": 64, "N": 96}, trials=2, top_k=0, reps=2, warmup=0,
+                            sampler="random", executor="ray", bank=False, out=tmp_path / "run"),
+               console=Console(file=open(os.devnull, "w")), backend=backend)
+    assert json.loads((run / "run.json").read_text())["measured"] is True
+    store = Store.for_run(run)
+    (base,) = store.records(phase="baseline")
+    assert base.extra["label"].startswith("timed in pid ") and base.extra["label"] != f"timed in pid {os.getpid()}"
+    store.close()

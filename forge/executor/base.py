@@ -10,7 +10,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Iterator
 
-from forge.backends.base import Artifact, Backend, Measurement, Verdict
+from forge.backends.base import Artifact, Backend, Baseline, Measurement, Verdict
+from forge.problem import Problem
 from forge.variant import Variant
 
 
@@ -95,6 +96,14 @@ class Executor(ABC):
     @abstractmethod
     def pending(self) -> int:
         """Jobs submitted whose outcome has not been yielded yet."""
+
+    def measure_available(self) -> tuple[bool, str]:
+        """Whether the variants will be measured (not modeled), asked where they will be measured."""
+        return self.backend.measure_available()
+
+    def baselines(self, problem: Problem, *, seed: int, reps: int, timeout: float) -> list[Baseline]:
+        """The backend's baselines, timed where the variants are (so speedups compare like with like)."""
+        return self.backend.baselines(problem, self.cache_dir, seed=seed, reps=reps, timeout=timeout)
 
     def close(self) -> None:
         """Release workers."""

@@ -65,6 +65,12 @@ class _DeviceSlot:
     def ping(self) -> str:
         return _where()
 
+    def measure_available(self) -> tuple[bool, str]:
+        return self.backend.measure_available()
+
+    def baselines(self, problem, kwargs: dict[str, Any]) -> list:
+        return self.backend.baselines(problem, self.cache_dir, **kwargs)
+
 
 def check_reachable(address: str | None, timeout: float = 5.0) -> None:
     """Fail fast on a Ray address nothing answers at: ray.init would otherwise retry for minutes.
@@ -105,20 +111,22 @@ def _keeping_signal_handlers(start) -> None:
             signal.signal(sig, handler)
 
 
-def slot_options(backend: Backend, device_resources: dict[str, float] | None = None) -> dict[str, Any]:
+def slot_options(backend: Backend, cluster: dict[str, float],
+                 device_resources: dict[str, float] | None = None) -> dict[str, Any]:
     """What one device slot reserves: `device_resources` when given, else one of the backend's
-    devices when it measures on one, else nothing (modeled times need no device)."""
+    devices when the cluster has any and times are not to be modeled, else nothing. Whether the
+    slot can then measure is asked on the slot, not here: the machine running forge may have no
+    device while the cluster's nodes do."""
     if device_resources:
         return {"resources": dict(device_resources)}
     name = backend.device_resource
-    if not name or not backend.measure_available()[0]:
+    if not name or backend.measure == "model" or cluster.get(name, 0) < 1:
         return {}
     return {"num_gpus": 1} if name == "GPU" else {"resources": {name: 1}}   # Ray takes GPUs only as num_gpus
 
 
-def _check_capacity(ray, options: dict[str, Any], devices: int) -> None:
+def _check_capacity(have: dict[str, float], options: dict[str, Any], devices: int) -> None:
     wanted = {"GPU": options["num_gpus"]} if "num_gpus" in options else options.get("resources", {})
-    have = ray.cluster_resources()
     for name, each in wanted.items():
         if have.get(name, 0) < each * devices:
             raise ForgeInputError("--devices", f"{devices} device slot(s) need {each * devices:g} {name} and the "
@@ -141,8 +149,9 @@ class RayExecutor(Executor):
         self._exclusive = bool(getattr(backend, "measures_on_host", False))
         check_devices(devices, "ray", backend)
         self.devices = devices
-        options = slot_options(backend, device_resources)
-        _check_capacity(ray, options, devices)
+        cluster = ray.cluster_resources()
+        options = slot_options(backend, cluster, device_resources)
+        _check_capacity(cluster, options, devices)
         self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
         self._slot_cls = ray.remote(num_cpus=0, max_restarts=0, **options)(_DeviceSlot)
         self.slots = [self._new_slot() for _ in range(devices)]
@@ -154,6 +163,12 @@ class RayExecutor(Executor):
 
     def _new_slot(self):
         return self._slot_cls.remote(self.backend, str(self.cache_dir))
+
+    def measure_available(self) -> tuple[bool, str]:
+        return self.ray.get(self.slots[0].measure_available.remote())
+
+    def baselines(self, problem, *, seed: int, reps: int, timeout: float) -> list:
+        return self.ray.get(self.slots[0].baselines.remote(problem, {"seed": seed, "reps": reps, "timeout": timeout}))
 
     def submit(self, job: Job) -> None:
         early = precheck(self.backend, job)

@@ -45,6 +45,11 @@ class CudaBackend(Backend):
         self._gpu: tuple[bool, str] | None = None
         self._plans: dict[str, Plan] = {}
 
+    def __getstate__(self) -> dict[str, Any]:
+        # The GPU probe describes the machine that ran it: a copy sent to another process (a Ray
+        # device slot on another node) probes its own.
+        return {**self.__dict__, "_gpu": None}
+
     # -- space ------------------------------------------------------------------------------------
     def supports(self, problem: Problem) -> str | None:
         try:
