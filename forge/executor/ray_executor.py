@@ -3,11 +3,12 @@
 `ray.init()` starts a local cluster, or joins the one at `address` (`--ray-address` or
 RAY_ADDRESS). Each device slot is an actor that runs one measurement at a time (an actor executes
 its calls in order), so a device is never shared; `devices` slots measure that many variants at
-once. When the backend measures on a device (`Backend.device_resource`: Ray's "GPU" or "NPU"),
-each slot reserves one, wherever in the cluster it is, and Ray makes only that device visible to
-it (CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES); a cluster with fewer such devices than slots
-is an input error before anything is measured. If an actor or a worker dies, the variant becomes a
-failed outcome with the reason and a fresh actor takes that slot.
+once. When the cluster has the backend's device (`Backend.device_resource`: Ray's "GPU" or
+"NPU"), each slot reserves one, wherever in the cluster it is, and Ray makes only that device
+visible to it (CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES); more slots than such devices is
+an input error before anything is measured. Whether times are measured or modeled is asked on a
+slot, which also times the baselines: the machine running forge needs no device. If an actor or a
+worker dies, the variant becomes a failed outcome with the reason and a fresh actor takes that slot.
 
 When the device is the host CPU (`Backend.measures_on_host`), measurement and compilation take
 turns as in the local executor: built variants wait for the running builds to finish and are then
