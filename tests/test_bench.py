@@ -41,6 +41,7 @@ class FakeSettings:
     seed: int = 0
     sampler: str = "forge"
     executor: str = "local"
+    devices: int = 1
 
 
 class FakeTuner:
@@ -235,8 +236,9 @@ def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner)
 
 def test_sampler_and_executor_reach_every_case(tmp_path, fake_tuner):
     tuner = fake_tuner(PLAN)
-    run_bench(make_suite(), "cpu", tmp_path, budget_per_case=8, options={"sampler": "random", "executor": "ray"})
-    assert [(c.sampler, c.executor) for c in tuner.calls] == [("random", "ray")] * 4
+    run_bench(make_suite(), "h100", tmp_path, budget_per_case=8,
+              options={"sampler": "random", "executor": "ray", "devices": 2})
+    assert [(c.sampler, c.executor, c.devices) for c in tuner.calls] == [("random", "ray", 2)] * 4
     with pytest.raises(ForgeInputError) as exc:
         run_bench(make_suite(), "cpu", tmp_path / "b", options={"executor": "slurm"})
     assert exc.value.field == "--executor" and "'ray'" in str(exc.value)
