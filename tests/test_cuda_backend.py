@@ -97,3 +97,18 @@ def test_resources_before_compile():
     cfg = be.space(p).enumerate().config(0)
     r = be.check(Variant(p, "a100", cfg)).resources
     assert r["threads"] > 0 and r["smem"] > 0 and r["predicted_blocks_per_sm"] >= 1
+
+
+def test_a_gpu_of_another_compute_capability_is_not_measured_as_the_target(monkeypatch):
+    """An A100 seen while tuning for h100 cannot run sm_90 kernels, and its times would carry the
+    wrong target's name: the run is modeled and says which target matches the GPU."""
+    from forge.backends.cuda import backend as cuda_backend
+
+    monkeypatch.setattr(cuda_backend.shutil, "which", lambda name: "/usr/bin/" + name)
+    monkeypatch.setattr(cuda_backend, "nvcc_path", lambda: "/usr/bin/nvcc")
+    monkeypatch.setattr(cuda_backend.hx, "probe", lambda cache: {"ok": True, "device": "NVIDIA A100-SXM4-80GB",
+                                                                "cc": "8.0"})
+    ok, why = get_backend(get_target("h100")).measure_available()
+    assert not ok and why == ("the visible GPU is NVIDIA A100-SXM4-80GB (compute capability 8.0), not h100's 9.0: "
+                              "tune for it with --target a100")
+    assert get_backend(get_target("a100")).measure_available() == (True, "")

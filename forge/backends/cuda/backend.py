@@ -25,7 +25,7 @@ from forge.generators.cuda import Plan, for_op
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Space
-from forge.targets import Target
+from forge.targets import Target, all_targets
 from forge.variant import Variant
 
 
@@ -142,9 +142,21 @@ class CudaBackend(Backend):
                 self._gpu = (False, "nvcc not found: cannot build the timing harness")
             else:
                 info = hx.probe(default_cache())
-                self._gpu = (True, "") if info.get("ok") else \
+                self._gpu = self._matches(info) if info.get("ok") else \
                     (False, f"harness probe failed at {info.get('stage')}: {info.get('error')}")
         return self._gpu
+
+    def _matches(self, probe: dict[str, Any]) -> tuple[bool, str]:
+        """A GPU of another compute capability than the target's cannot run the target's kernels
+        (they are built for its arch only), and its times would be labelled with the wrong target."""
+        cc = str(probe.get("cc"))
+        if cc == self.arch.limits.cc:
+            return True, ""
+        same = [t.name for t in all_targets().values()
+                if t.kind == "cuda" and str(t.details.get("compute_capability")) == cc]
+        return False, (f"the visible GPU is {probe.get('device')} (compute capability {cc}), not "
+                       f"{self.target.name}'s {self.arch.limits.cc}"
+                       + (f": tune for it with --target {' or '.join(same)}" if same else ""))
 
     def _use_device(self) -> tuple[bool, str]:
         if self.measure == "model":
