@@ -205,6 +205,9 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         run_id = store.get_meta("run_id") or run_dir.name
         store.set_meta("run_id", run_id)
         ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
+        if settings.executor == "ray":
+            where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
+            console.print(f"[dim]ray: {escape(where)}, {_plural(settings.devices, 'device slot')}…[/dim]")
         executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
                                  ray_address=settings.ray_address, devices=settings.devices)
         try:
@@ -442,5 +445,9 @@ def _bank_usable(settings: TuneSettings, console: Console) -> bool:
     return why is None
 
 
+def _plural(n: int, noun: str) -> str:
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def _variants(n: int) -> str:
-    return f"{n} variant" if n == 1 else f"{n} variants"
+    return _plural(n, "variant")
