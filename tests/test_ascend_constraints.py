@@ -166,3 +166,22 @@ def test_backend_contract(tmp_path):
     assert set(src.files) == {"kernel.cpp", "main.cpp", "CMakeLists.txt", "run.sh"}
     assert "aclrtEventElapsedTime" in src.files["main.cpp"] and "ascendc_library" in src.files["CMakeLists.txt"]
     assert re.search(r"//\s+s1 = 64", src.text)
+
+
+def test_the_launcher_refuses_an_npu_of_another_soc_and_names_the_matching_target():
+    """A kernel built for SOC_VERSION Ascend910B2 is not timed on another SoC under ascend910b2's
+    name: the launcher compares aclrtGetSocName() first, and the backend turns its refusal into a
+    reason that names the target for that NPU."""
+    from forge.backends.ascend.backend import other_soc_hint
+
+    be = get_backend("ascend910b2", measure="model")
+    main = be.generate(Variant(get_op("attention").problem(ATT, "float16", {"causal": True}), "ascend910b2",
+                               CFG)).files["main.cpp"]
+    assert 'std::strcmp(soc, "Ascend910B2") != 0' in main
+    assert main.index("aclrtGetSocName()") < main.index("aclInit(nullptr)")
+    said = "forge: this NPU is Ascend910B3, the kernel was built for Ascend910B2\n"
+    assert other_soc_hint(said) == ("this NPU is Ascend910B3, the kernel was built for Ascend910B2: tune for it "
+                                    "with --target ascend910b3")
+    assert other_soc_hint("forge: this NPU is Ascend310P3, the kernel was built for Ascend910B2").endswith(
+        "no target describes Ascend310P3 (add one under forge/targets/data)")
+    assert other_soc_hint("aclrtMalloc failed: 207001") == "aclrtMalloc failed: 207001"

@@ -2,6 +2,7 @@
 pipe model (labelled modeled); measured with aclrtEvent when CANN and an NPU are present."""
 from __future__ import annotations
 
+import re
 import time
 from pathlib import Path
 from typing import Any
@@ -17,10 +18,22 @@ from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds
 from forge.space import Space
-from forge.targets import Target
+from forge.targets import Target, all_targets
 from forge.variant import Variant
 
 EMU_TIMEOUT_S = 60.0
+
+
+def other_soc_hint(error: str) -> str:
+    """The launcher refuses an NPU of another SoC than the kernel was built for (host_main.cpp.j2):
+    name the target that matches it, when one does."""
+    found = re.search(r"forge: this NPU is (\S+), the kernel was built for (\S+)", error)
+    if not found:
+        return error
+    same = [t.name for t in all_targets().values() if t.kind == "ascend" and t.details.get("soc_version") == found[1]]
+    return (f"this NPU is {found[1]}, the kernel was built for {found[2]}"
+            + (f": tune for it with --target {' or '.join(same)}" if same else
+               f": no target describes {found[1]} (add one under forge/targets/data)"))
 
 
 class AscendBackend(Backend):
@@ -140,7 +153,7 @@ class AscendBackend(Backend):
             out, times, err = cann.run(Path(res["npu_dir"]), inputs, variant.problem.dtype,
                                        op.output(variant.problem).shape, reps, warmup, timeout)
             if out is None:
-                return Measurement("runtime_error", err, extra=extra)
+                return Measurement("runtime_error", other_soc_hint(err), extra=extra)
             m = op.check(variant.problem, inputs, out, seed)
             if not m.ok:
                 return Measurement("incorrect", m.reason, errors=m.as_dict(), extra=extra)
