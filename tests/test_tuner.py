@@ -79,7 +79,7 @@ def _check_show_export(run, lb):
     assert sorted(p.name for p in folder.iterdir()) == sorted([*about["files"], "forge_variant.json"])
     assert "forge_kernel" in (folder / about["main"]).read_text()
     again = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
-    assert again.exit_code != 0 and "is not empty" in str(again.exception or again.output)
+    assert again.exit_code != 0 and "is not an empty folder" in str(again.exception or again.output)
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "code": "an older generator"}))
     r = CliRunner().invoke(app, ["show", str(run), "1"])

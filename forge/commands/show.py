@@ -32,8 +32,9 @@ def _warn_if_regenerated(run: Path, info: dict[str, Any]) -> None:
 
 def _export_variant(folder: Path, src: Any, lb: Any, rank: int) -> None:
     row = lb.rows[rank - 1]
-    if folder.exists() and any(folder.iterdir()):
-        raise ForgeInputError("--export", f"{folder} is not empty; give a new folder (nothing is overwritten)")
+    if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
+        raise ForgeInputError("--export", f"{folder} exists and is not an empty folder; give a new one (nothing is "
+                              "overwritten)")
     with writing("--export", folder):
         folder.mkdir(parents=True, exist_ok=True)
         for name, text in src.files.items():
