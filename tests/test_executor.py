@@ -143,6 +143,16 @@ def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tm
             if kind == "run"]
     assert len({pid for _, _, pid in runs}) == 2                                   # two actors measured
     assert any(a0 < b1 and a1 < b0 for a0, b0, p0 in runs for a1, b1, p1 in runs if p0 != p1)   # at once
+    # The final re-measure goes to one slot (the baselines' too), whatever the queues.
+    log.write_text("")
+    ex = make_executor("ray", backend, tmp_path / "cache", build_workers=2, devices=2)
+    try:
+        for i, c in enumerate(configs[:3]):
+            ex.submit(Job(Variant(PROBLEM, "cpu", c), seed=i, reps=3, warmup=1, timeout=30.0, phase="final"))
+        assert len(list(ex.results())) == 3
+    finally:
+        ex.close()
+    assert len({line.split()[3] for line in log.read_text().splitlines() if line.startswith("run ")}) == 1
 
 
 def test_a_device_slot_reserves_the_targets_device_when_the_cluster_has_one():

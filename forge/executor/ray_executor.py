@@ -186,11 +186,12 @@ class RayExecutor(Executor):
         self.builds[ref] = job
 
     def _measure(self, job: Job, artifact: Artifact) -> None:
-        """On the slot with the fewest measurements queued."""
+        """On the slot with the fewest measurements queued; the final re-measure all on slot 0, where
+        the baselines are timed, so the ranking's last word compares times from one device."""
         queued = [0] * len(self.slots)
         for _, _, i in self.runs.values():
             queued[i] += 1
-        i = queued.index(min(queued))
+        i = 0 if job.phase == "final" else queued.index(min(queued))
         self.runs[self.slots[i].run.remote(job, artifact)] = (job, artifact, i)
 
     def _pump(self) -> None:
