@@ -17,7 +17,7 @@ from forge.bench.runner import BENCH_FILE, CASES_DIR, continue_hint, read_marker
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
-from forge.results.lock import folder_holder
+from forge.results.lock import folder_holder, holder_text
 from forge.results.store import STORE_NAME
 from forge.targets import Target, get_target
 
@@ -146,8 +146,7 @@ def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]], command: str |
     cases, finished = len(case_rows), sum(1 for r in case_rows if r["finished"])
     holder = folder_holder(bench_dir)
     if holder is not None:
-        line = (f"BENCH IN PROGRESS ({f'pid {holder}' if holder else 'another process'}): {finished} of "
-                f"{cases} cases finished so far")
+        line = f"BENCH IN PROGRESS ({holder_text(holder)}): {finished} of {cases} cases finished so far"
     elif finished < cases:
         line = (f"BENCH NOT FINISHED: {finished} of {cases} cases finished (the others were not reached or "
                 f"failed); {continue_hint(command)}")

@@ -20,6 +20,7 @@ from forge.results.lock import activity
 
 def run_row(path: Path) -> dict[str, Any]:
     from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import evaluated_text
 
     lb = build_leaderboard(path)
     info = lb.info
@@ -27,8 +28,7 @@ def run_row(path: Path) -> dict[str, Any]:
     return {"kind": "run", "path": str(path), "started": info.get("started"),
             "what": Problem(**info["problem"]).short(), "target": (info.get("target") or {}).get("name"),
             "status": activity(path, info.get("status") == "complete"),
-            "progress": "bank hit" if info.get("bank_hit") else
-                        f"{sum(lb.status_counts.values())}/{(info.get('settings') or {}).get('trials', '?')} variants",
+            "progress": "bank hit" if info.get("bank_hit") else evaluated_text(lb),
             "best": best.median if best else None, "best_kind": best.time_kind if best else None,
             "speedup": best.speedup_vendor or best.speedup_unfused if best else None,
             "speedup_over": ("vendor" if best.speedup_vendor else "unfused") if best else None}
@@ -53,7 +53,7 @@ def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
     for r in rows:
         best = fmt_seconds(r["best"]) + (" (modeled)" if r["best_kind"] == "modeled" else "") if r["best"] else "–"
         speed = f"{r['speedup']:.2f}× {r['speedup_over']}" if r["speedup"] else "–"
-        style = "yellow" if r["status"].startswith("in progress") else ("red" if r["status"] == "interrupted" else "")
+        style = "yellow" if r["status"].startswith("in progress") else "red" if r["status"] != "complete" else ""
         table.add_row(*map(escape, (Path(r["path"]).name, r["what"], str(r["target"]), r["status"], r["progress"],
                                     best, speed)), style=style)
     con.print(table)
@@ -65,10 +65,15 @@ def collect(folder: Path) -> list[dict[str, Any]]:
 
     rows = []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
-        if (path / BENCH_FILE).is_file():
-            rows.append(bench_row(path))
-        elif (path / RUN_FILE).is_file():
-            rows.append(run_row(path))
+        kind = "bench" if (path / BENCH_FILE).is_file() else "run" if (path / RUN_FILE).is_file() else None
+        if kind is None:
+            continue
+        try:
+            rows.append(bench_row(path) if kind == "bench" else run_row(path))
+        except Exception as exc:  # noqa: BLE001 - one damaged folder must not hide the others
+            rows.append({"kind": kind, "path": str(path), "started": None, "what": "?", "target": "?",
+                         "status": f"unreadable: {type(exc).__name__}: {str(exc)[:80]}", "progress": "–",
+                         "best": None, "best_kind": None, "speedup": None, "speedup_over": None})
     return rows
 
 

@@ -12,7 +12,7 @@ from rich.table import Table
 from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
-from forge.results.lock import folder_holder
+from forge.results.lock import folder_holder, holder_text
 from forge.variant import config_text
 
 
@@ -40,18 +40,22 @@ def modeled_line(note: str) -> str:
     return f"times are MODELED, not measured: {why}"
 
 
+def evaluated_text(lb: Leaderboard) -> str:
+    """How far the search got: "8 of 40 variants"."""
+    done = sum(lb.status_counts.values())
+    trials = (lb.info.get("settings") or {}).get("trials")
+    return f"{done} of {trials} variants" if trials else f"{done} variants"
+
+
 def run_state(lb: Leaderboard) -> list[str]:
     """Nothing for a finished run; otherwise whether it is still going or was interrupted, so a
     table of what is recorded so far is never read as the run's result."""
     if lb.info.get("status", "complete") == "complete":
         return []
-    done = sum(lb.status_counts.values())
-    trials = (lb.info.get("settings") or {}).get("trials")
-    so_far = f"{done} of {trials} variants evaluated" if trials else f"{done} variants evaluated"
+    so_far = f"{evaluated_text(lb)} evaluated"
     holder = folder_holder(Path(lb.run_dir))
     if holder is not None:
-        who = f"pid {holder}" if holder else "another process"
-        return [f"RUN IN PROGRESS ({who}): {so_far} so far; this is what is recorded until now"]
+        return [f"RUN IN PROGRESS ({holder_text(holder)}): {so_far} so far; this is what is recorded until now"]
     return [f"RUN NOT FINISHED (interrupted or killed): {so_far}; continue with: forge tune --resume {lb.run_dir}"]
 
 

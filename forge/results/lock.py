@@ -79,10 +79,15 @@ def folder_holder(folder: Path) -> int | None:
         os.close(fd)
 
 
+def holder_text(holder: int) -> str:
+    """Who holds a folder, for a message: "pid N", or "another process" when it wrote no pid."""
+    return f"pid {holder}" if holder else "another process"
+
+
 def activity(folder: Path, finished: bool) -> str:
     """A run's or bench's state in a word or two: "in progress (pid N)" while a process holds it
     (a finished run being resumed with a raised budget too), else "complete" or "interrupted"."""
     holder = folder_holder(folder)
     if holder is not None:
-        return f"in progress (pid {holder})" if holder else "in progress"
+        return f"in progress ({holder_text(holder)})"
     return "complete" if finished else "interrupted"
