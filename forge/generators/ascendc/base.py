@@ -84,13 +84,14 @@ class Plan(ABC):
         return simulate(self.pipeline(cfg), self.hw, progs, active)
 
     def model_prefixes(self, cfg: dict[str, Any], costs: list[int], programs_of: Callable[[int], Any],
-                       active: int, limit: int) -> ModelResult:
+                       active: int, limit: int, work: list[float] | None = None) -> ModelResult:
         """A core's stream of work units, `costs[i]` the size of unit i (tiles, steps): simulated
         whole when its first `limit` cost covers every unit, else over two prefixes of whole units
         (about limit / 2 and limit) and extrapolated at the steady-state rate between them, so a
         stream of millions of steps models in about a second. `programs_of(n)` is the program of
-        the first n units. Units past the prefixes are taken to cost what the prefixes' units cost
-        per unit of `costs`."""
+        the first n units. Units past the prefixes are charged at the prefixes' rate per unit of
+        `work` (default: `costs`), so a plan whose units differ in time but not in size (a narrow
+        last column block) says how much each one weighs."""
         pl, head = self.pipeline(cfg), float(self.hw.launch_head_s)
         total = sum(costs)
         if total == 0:
@@ -103,10 +104,11 @@ class Plan(ABC):
             return ModelResult(head + r.makespan, r.makespan, head, r.busy, r.steps)
         ra = simulate(pl, self.hw, programs_of(na), active)
         rb = simulate(pl, self.hw, programs_of(nb), active)
-        ta, tb = int(ends[na - 1]), int(ends[nb - 1])
-        rate = (rb.makespan - ra.makespan) / max(tb - ta, 1)
-        span = rb.makespan + rate * (total - tb)
-        return ModelResult(head + span, span, head, rb.busy, int(rb.steps * total / max(tb, 1)))
+        done = np.cumsum(costs if work is None else work, dtype=float)
+        wa, wb = done[na - 1], done[nb - 1]
+        rate = (rb.makespan - ra.makespan) / (wb - wa) if wb > wa else 0.0
+        span = rb.makespan + rate * (done[-1] - wb)
+        return ModelResult(head + span, span, head, rb.busy, int(rb.steps * total / max(int(ends[nb - 1]), 1)))
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Problem:
         """A small problem with the same tiling structure, run by the CPU emulator."""

@@ -22,7 +22,7 @@ import numpy as np
 
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
-from forge.backends.ascend.pipemodel import ModelResult, Step
+from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
 from forge.generators.ascendc.base import Plan, cdiv, round_up
 from forge.generators.ascendc.rows import fp32_scratch
 from forge.space import Constraint, Param, choice, pow2
@@ -128,35 +128,49 @@ class SoftmaxAxisPlan(Plan):
         cycles = self.hw.vector_cycles(r * slot * 4, passes)
         return Step("normalize", cycles=cycles, calls=self.vector_calls(r, slot, bcasts, passes - bcasts))
 
+    def unit_width(self, cfg: dict[str, Any], u: int) -> int:
+        """Columns of unit u of the modeled core: units take the column blocks in turn, the last
+        block of a row of I narrower when `cols` does not divide I."""
+        cols = int(cfg["cols"])
+        return min(cols, self.I - (u % int(cdiv(self.I, cols))) * cols)
+
+    def unit_steps(self, cfg: dict[str, Any], ln: int) -> list[Step]:
+        """One work unit of a ln-wide column block: K rows in passes of `rows`."""
+        R = min(int(cfg["rows"]), self.K)
+        resident = self.resident(cfg)
+        slot = int(round_up(ln, self.per_block))
+        blocks = [min(R, self.K - k0) for k0 in range(0, self.K, R)]
+        prog: list[Step] = []
+        for r in blocks:
+            prog += [Step("copy_in", nbytes=self.block_bytes(r, ln)), self.stats_step(r, slot)]
+        for r in blocks:
+            if not resident:
+                prog.append(Step("copy_in", nbytes=self.block_bytes(r, ln)))
+            prog += [self.normalize_step(r, slot, resident), Step("copy_out", nbytes=self.block_bytes(r, ln))]
+        return prog
+
     def programs(self, cfg: dict[str, Any], units: int | None = None) -> tuple[dict[str, list[Step]], int]:
         """The most loaded AIV's program: its work units in turn (the first `units` of them)."""
         bd = int(self.block_dim(cfg))
-        per_i = int(cdiv(self.I, cfg["cols"]))
         n_units = int(cdiv(self.units(cfg), bd)) if units is None else units
-        R = min(int(cfg["rows"]), self.K)
-        resident = self.resident(cfg)
-        prog: list[Step] = []
-        for u in range(n_units):
-            ln = min(int(cfg["cols"]), self.I - (u % per_i) * int(cfg["cols"]))
-            slot = int(round_up(ln, self.per_block))
-            blocks = [min(R, self.K - k0) for k0 in range(0, self.K, R)]
-            for r in blocks:
-                prog += [Step("copy_in", nbytes=self.block_bytes(r, ln)), self.stats_step(r, slot)]
-            for r in blocks:
-                if not resident:
-                    prog.append(Step("copy_in", nbytes=self.block_bytes(r, ln)))
-                prog += [self.normalize_step(r, slot, resident), Step("copy_out", nbytes=self.block_bytes(r, ln))]
-        return {"aiv0": prog}, bd
+        return {"aiv0": [s for u in range(n_units) for s in self.unit_steps(cfg, self.unit_width(cfg, u))]}, bd
 
     def model(self, cfg: dict[str, Any]) -> ModelResult:
         """Every unit is the same K rows in passes of `rows`: a long stream (a narrow block read a
         row at a time down a tall axis is millions of steps) is timed over two prefixes of whole
-        units and extrapolated (Plan.model_prefixes); a prefix's units sit at the first column
-        positions, so a narrower last block past the prefixes is charged as a full one."""
-        per_unit = len(self.programs(cfg, 1)[0]["aiv0"])
-        n_units = int(cdiv(self.units(cfg), self.block_dim(cfg)))
-        return self.model_prefixes(cfg, [per_unit] * n_units, lambda n: self.programs(cfg, n)[0],
-                                   int(self.block_dim(cfg)), SIM_STEPS)
+        units and extrapolated (Plan.model_prefixes). The prefixes may hold only full-width units
+        while a third of the stream is a narrow last block, so each unit is weighed by its
+        time, one unit of each width simulated on its own."""
+        bd = int(self.block_dim(cfg))
+        n_units = int(cdiv(self.units(cfg), bd))
+        widths = [self.unit_width(cfg, u) for u in range(n_units)]
+        steps = len(self.unit_steps(cfg, widths[0]))
+        work = None
+        if steps * n_units > SIM_STEPS and len(set(widths)) > 1:
+            alone = {w: simulate(self.pipeline(cfg), self.hw, {"aiv0": self.unit_steps(cfg, w)}, bd).makespan
+                     for w in set(widths)}
+            work = [alone[w] for w in widths]
+        return self.model_prefixes(cfg, [steps] * n_units, lambda n: self.programs(cfg, n)[0], bd, SIM_STEPS, work)
 
     # -- source ---------------------------------------------------------------------------------
     def context(self, cfg: dict[str, Any]) -> dict[str, Any]:
