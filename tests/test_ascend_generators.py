@@ -34,6 +34,8 @@ CASES = [
     ("attention", {"B": 1, "Hq": 2, "Hkv": 1, "Sq": 96, "Skv": 256, "D": 64}, "bfloat16", {}),
     ("attention", {"B": 2, "Hq": 8, "Hkv": 2, "Sq": 1, "Skv": 512, "D": 128}, "float16", {}),
     ("attention", {"B": 1, "Hq": 4, "Hkv": 1, "Sq": 300, "Skv": 128, "D": 64}, "bfloat16", {"causal": True}),
+    # Skv not a multiple of any s2: the last K/V tile is shifted back and its leading columns masked
+    ("attention", {"B": 1, "Hq": 4, "Hkv": 1, "Sq": 1, "Skv": 1000, "D": 128}, "float16", {}),
 ]
 
 pytestmark = pytest.mark.skipif(emulate.emulator()[0] is None, reason="CPU emulator not importable")
@@ -77,6 +79,29 @@ def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
     assert args == [f"{n}Dev" for n in inputs] + ["outDev", "wsDev", "nullptr"]
     assert len(params) == len(args) and params[-2:] == ["workspace", "tiling"]
     assert f"aclrtlaunch_{sig.group(1)}.h" in src.files["main.cpp"]
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("shape,attrs,s2", [
+    ({"B": 1, "Hq": 4, "Hkv": 1, "Sq": 1, "Skv": 200, "D": 64}, {}, 64),           # decode, KV cache of 200
+    ({"B": 1, "Hq": 4, "Hkv": 1, "Sq": 1, "Skv": 200, "D": 64}, {}, 128),
+    ({"B": 1, "Hq": 2, "Hkv": 2, "Sq": 130, "Skv": 330, "D": 128}, {"causal": True}, 64),
+    ({"B": 1, "Hq": 2, "Hkv": 2, "Sq": 130, "Skv": 330, "D": 128}, {"causal": True}, 256),
+    ({"B": 1, "Hq": 4, "Hkv": 2, "Sq": 300, "Skv": 100, "D": 64}, {"causal": True}, 64),  # rows that see no key
+])
+def test_attention_kv_tails_match_the_reference(shape, attrs, s2, tmp_path):
+    """Skv that no tile length divides: each row block's last tile is shifted back to end at the
+    last key and the columns it shares with the tile before are masked, so no key is counted twice
+    (without the mask every case here is incorrect) and no K/V row past the end is read."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("attention").problem(shape, "float16", attrs)
+    assert p.shape["Skv"] % s2
+    cfgs = [c for c in be.space(p).enumerate().configs() if c["s2"] == s2]
+    v = Variant(p, "ascend910b2", cfgs[len(cfgs) // 2])
+    art = be.build(v, tmp_path)
+    assert art.ok, art.error[:3000]
+    m = be.run(art, v, seed=4, warmup=0, reps=1, timeout=120)
+    assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
 
 
 @pytest.mark.slow

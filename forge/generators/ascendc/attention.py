@@ -23,6 +23,9 @@ rows) and one WholeReduceMax/Sum per row, the new maxima broadcast with Brcb int
 per row and subtracted strip by strip with a zero block stride (§2.5.1, §2.5.2); alpha, m and l
 stay in UB (no scalar read-back, no V->S stall). The causal mask (bottom-right) is applied only
 on tiles that cross a row's diagonal, by CompareScalar against a column index ramp + Select.
+When s2 does not divide Skv, a row block's last tile is shifted back to end at the last key, so
+every tile is whole (no read past K/V, nothing to pad), and the columns it shares with the tile
+before are masked the same way.
 """
 from __future__ import annotations
 
@@ -70,8 +73,8 @@ class AttentionPlan(Plan):
 
     def extra_constraints(self) -> list[Constraint]:
         skv = self.Skv
-        return [Constraint("s2 divides Skv", lambda c: skv % np.asarray(c["s2"]) == 0,
-                           lambda c: f"Skv {skv} % s2 {c['s2']} = {skv % c['s2']} (tails of K/V tiles are not generated)"),
+        return [Constraint("s2 within Skv", lambda c: np.asarray(c["s2"]) <= skv,
+                           lambda c: f"s2 {c['s2']} > Skv {skv}: a K/V tile longer than the keys"),
                 Constraint("s1 within rows", lambda c: (np.asarray(c["s1"]) <= 16) | (np.asarray(c["s1"]) < 2 * self.rows),
                            lambda c: f"s1 {c['s1']} >= 2 × packed rows {self.rows} (G·Sq): half the tile would be empty")]
 
@@ -156,6 +159,10 @@ class AttentionPlan(Plan):
         n = self.tiles_of(blk, s1, s2)
         return n - min(n, max(0, vis) // s2)
 
+    def shifted(self, j: int, s2: int) -> bool:
+        """Tile j runs past the last key, so it is shifted back and its leading columns masked."""
+        return (j + 1) * s2 > self.Skv
+
     def unit_costs(self, cfg: dict[str, Any]) -> list[int]:
         s1, s2 = cfg["s1"], cfg["s2"]
         per = [self.tiles_of(b, s1, s2) for b in range(self.nblk(s1))]
@@ -201,7 +208,7 @@ class AttentionPlan(Plan):
     def _vec(self, nbytes: float, factor: float = 1.0) -> float:
         return self.hw.vector_cycles(nbytes, factor)
 
-    def v1_cost(self, cfg: dict[str, Any], masked: bool) -> tuple[float, int]:
+    def v1_cost(self, cfg: dict[str, Any], masked: bool, lead: bool = False) -> tuple[float, int]:
         """Vector cycles and API calls of V1, op by op as in the template."""
         h, s2 = cfg["s1"] // 2, cfg["s2"]
         strips = s2 // STRIP
@@ -214,6 +221,9 @@ class AttentionPlan(Plan):
         if masked:                                      # CompareScalar + Select per row
             cyc += 2 * tile
             calls += 3 * h
+        if lead:                                        # one CompareScalar, Select per row
+            cyc += self._vec(s2 * 4) + tile
+            calls += 2 + 2 * h
         cyc += (strips - 1) * row + h * red             # Max tree + WholeReduceMax
         calls += strips + 1
         cyc += 4 * small + self._vec(h * 32)            # max(m), alpha = exp(m - mNew), m = mNew; Brcb
@@ -284,7 +294,7 @@ class AttentionPlan(Plan):
                 aic += self._mm_steps("c1", s1, s2, D, j == 0, j == nj - 1, cfg, s1 * s2 * 4)
                 if g + 1 < T:                           # K(g+1) prefetched before C2 waits for P
                     aic += load_qk(g + 1)
-                cyc, calls = self.v1_cost(cfg, masked=j >= nj - nm)
+                cyc, calls = self.v1_cost(cfg, masked=j >= nj - nm, lead=self.shifted(j, s2))
                 aiv += [Step("v1_in", nbytes=h * s2 * 4, stream="l2"),
                         Step("v1", cycles=cyc, calls=calls),
                         Step("v1_out", nbytes=h * s2 * e, stream="l2")]
@@ -326,13 +336,13 @@ class AttentionPlan(Plan):
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         """Two K/V groups (so at least two cores), up to two heads per group, row blocks that span a
-        head boundary and a tail, and up to three s2 tiles."""
+        head boundary and a tail, and up to three s2 tiles (the last one shifted when s2 does not
+        divide Skv)."""
         from forge.ops import get_op
         s1, s2 = cfg["s1"], cfg["s2"]
         g = min(self.G, 2)
         sq = min(self.Sq, s1 + s1 // 2 + 8)
-        skv = min(self.Skv, 3 * s2)
-        skv = max(s2, skv - skv % s2)
+        skv = min(self.Skv, 2 * s2 + self.Skv % s2) if self.Skv % s2 else min(self.Skv, 3 * s2)
         if self.causal and self.Sq <= self.Skv:
             sq = min(sq, skv)
         shape = {"B": 1, "Hq": 2 * g, "Hkv": 2, "Sq": sq, "Skv": skv, "D": self.D}
