@@ -314,7 +314,11 @@ class AttentionPlan(Plan):
 
     def model(self, cfg: dict[str, Any]) -> ModelResult:
         """Simulates the heaviest core's tile stream; a long stream is simulated over two prefixes
-        of whole units and extrapolated at the steady-state rate between them."""
+        of whole units and extrapolated at the steady-state rate per tile between them. A causal
+        stream mixes units of very different lengths (each with its own Q load, diagonal tiles and
+        finish), so the first units' rate per tile is not the stream's: against simulating every
+        step, 12 random configs of causal 4K and 8K sequences read -0.3 % to +16 %, the largest
+        errors at s1 = 16-32, where the extrapolated time is the longer one."""
         blocks, bd = self.heaviest(cfg)
         tiles = [self.tiles_of(b, cfg["s1"], cfg["s2"]) for b in blocks]
         return self.model_prefixes(cfg, tiles, lambda n: self.programs(cfg, blocks[:n])[0], bd, SIM_TILES)
