@@ -29,6 +29,11 @@ CASES = [
     ("swiglu", {"M": 1000003, "N": 1}, "bfloat16", {}),
     ("swiglu", {"M": 133221, "N": 7}, "float32", {}),
     ("matmul", {"M": 200, "N": 160, "K": 128}, "float16", {}),
+    # rows too long for the UB, streamed in chunks (long_rows.py): Llama's 11008, a vocabulary softmax
+    ("rmsnorm", {"M": 64, "N": 11008}, "float16", {"residual": True}),
+    ("rmsnorm", {"M": 5, "N": 100003}, "float32", {}),
+    ("softmax", {"M": 3, "N": 151936}, "bfloat16", {}),
+    ("softmax", {"M": 9, "N": 20001}, "float32", {}),
     # attention: GQA, causal (bottom-right, incl. Sq > Skv rows that see no key), decode, fp16/bf16
     ("attention", {"B": 1, "Hq": 4, "Hkv": 2, "S": 256, "D": 64}, "float16", {"causal": True}),
     ("attention", {"B": 1, "Hq": 2, "Hkv": 1, "Sq": 96, "Skv": 256, "D": 64}, "bfloat16", {}),
@@ -102,6 +107,38 @@ def test_attention_kv_tails_match_the_reference(shape, attrs, s2, tmp_path):
     assert art.ok, art.error[:3000]
     m = be.run(art, v, seed=4, warmup=0, reps=1, timeout=120)
     assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("op,attrs,cfg", [
+    ("rmsnorm", {"residual": True}, {"chunk": 1024, "buffer_num": 2, "cores": 48, "weights": "resident"}),
+    ("rmsnorm", {}, {"chunk": 512, "buffer_num": 1, "cores": 24, "weights": "stream"}),
+    ("softmax", {}, {"chunk": 2048, "buffer_num": 2, "cores": 48}),
+])
+def test_long_rows_stream_in_chunks_and_match_the_reference(op, attrs, cfg, tmp_path, monkeypatch):
+    """A row no whole-row config can hold (N = 16384 fp16, Llama-405B's hidden size) streams
+    through UB in chunks: pass 1 folds the row's statistic (softmax's max and sum online, each
+    chunk's larger max rescaling the sum), pass 2 normalises. Softmax inputs sit near +100, where
+    exp overflows float32 unless the running max is subtracted; the rows are split over AIVs with a
+    short last chunk (the emulated row is two chunks and a tail)."""
+    from forge.generators.ascendc.long_rows import LongRowPlan
+    from forge.generators.ascendc.rows import RowPlan
+
+    if op == "softmax":
+        monkeypatch.setattr(type(get_op(op)), "scale_input", lambda self, name, x: x + 100.0)
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op(op).problem({"M": 4096, "N": 16384}, "float16", attrs)
+    plan = be.plan(p)
+    assert isinstance(plan, LongRowPlan)
+    assert cfg in be.space(p).enumerate().configs()
+    assert isinstance(be.plan(get_op(op).problem({"M": 4096, "N": 4096}, "float16", attrs)), RowPlan)
+    v = Variant(p, "ascend910b2", cfg)
+    art = be.build(v, tmp_path)
+    assert art.ok, art.error[:3000]
+    small = art.resources["emulated_shape"]["N"]
+    assert small > 2 * cfg["chunk"] and small % cfg["chunk"], small
+    m = be.run(art, v, seed=6, warmup=0, reps=1, timeout=120)
+    assert m.status == "ok" and m.extra["emulation"] == "ok", (cfg, m.reason)
 
 
 @pytest.mark.slow

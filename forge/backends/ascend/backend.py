@@ -91,8 +91,8 @@ class AscendBackend(Backend):
         cfg = dict(variant.config)
         t0 = time.time()
         src = plan.render(cfg)
-        small = plan.emulation_problem(cfg)
-        small_plan = self.plan(small)
+        small_plan = plan.emulation_plan(cfg)
+        small = small_plan.p
         small_src = small_plan.render(cfg)
         res: dict[str, Any] = {"emulated_shape": small.shape, "emu_block_dim": small_plan.pipeline(cfg).block_dim,
                                "emu_workspace": small_plan.workspace_bytes(cfg)}

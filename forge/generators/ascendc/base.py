@@ -114,6 +114,10 @@ class Plan(ABC):
         """A small problem with the same tiling structure, run by the CPU emulator."""
         return self.p
 
+    def emulation_plan(self, cfg: dict[str, Any]) -> "Plan":
+        """The plan of `emulation_problem`: the same generator (a plan chosen by shape keeps itself)."""
+        return type(self)(self.emulation_problem(cfg), self.hw)
+
     def workspace_bytes(self, cfg: dict[str, Any]) -> int:
         return 0
 
@@ -169,15 +173,24 @@ class Plan(ABC):
 # operator -> "module:class" of its plan, imported on first use
 PLANS = {"attention": "attention:AttentionPlan", "rmsnorm": "rows:RmsNormPlan", "softmax": "rows:SoftmaxPlan",
          "matmul": "matmul:MatmulPlan", "swiglu": "swiglu:SwigluPlan", "softmax_axis": "softmax_axis:SoftmaxAxisPlan"}
+# the plan of rows too long for any whole-row config (RowPlan.whole_rows_fit)
+LONG_ROW_PLANS = {"rmsnorm": "long_rows:LongRmsNormPlan", "softmax": "long_rows:LongSoftmaxPlan"}
+
+
+def _plan_class(spec: str) -> type:
+    import importlib
+
+    module, cls = spec.split(":")
+    return getattr(importlib.import_module(f"forge.generators.ascendc.{module}"), cls)
 
 
 def get_plan(problem: Problem, hw: AscendHW) -> Plan:
-    import importlib
-
     if problem.op not in PLANS:
         raise ForgeInputError("op", f"{problem.op!r} has no Ascend C generator; allowed: {', '.join(sorted(PLANS))}")
-    module, cls = PLANS[problem.op].split(":")
-    return getattr(importlib.import_module(f"forge.generators.ascendc.{module}"), cls)(problem, hw)
+    plan = _plan_class(PLANS[problem.op])(problem, hw)
+    if problem.op in LONG_ROW_PLANS and not plan.whole_rows_fit():
+        plan = _plan_class(LONG_ROW_PLANS[problem.op])(problem, hw)
+    return plan
 
 
 def pow2_upto(lo: int, hi: int) -> list[int]:

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.backends.ascend.constraints import Resources
+from forge.backends.ascend.constraints import Resources, hard_constraints
 from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step
@@ -120,6 +120,12 @@ class RowPlan(RowsPlan):
                 # packed: the column slabs and the two gather tables (byte offsets)
                 fp32_scratch("xt", table), Buffer("offT", "VECCALC", table, queue=False, ctype="int32_t"),
                 Buffer("offI", "VECCALC", table, queue=False, ctype="int32_t")]
+
+    def whole_rows_fit(self) -> bool:
+        """Whether one row, with its fp32 copies, fits the UB in the smallest config; longer rows
+        are streamed in chunks (long_rows.py)."""
+        cfg = {"rows": 1, "reduce": "row", "buffer_num": 1, "cores": min(self.cores_param().values)}
+        return all(bool(np.all(k.ok(cfg))) for k in hard_constraints(self.hw, self.resources))
 
     def units(self, c: dict[str, Any]) -> Any:
         return cdiv(self.M, c["rows"])
