@@ -112,3 +112,24 @@ def test_a_gpu_of_another_compute_capability_is_not_measured_as_the_target(monke
     assert not ok and why == ("the visible GPU is NVIDIA A100-SXM4-80GB (compute capability 8.0), not h100's 9.0: "
                               "tune for it with --target a100")
     assert get_backend(get_target("a100")).measure_available() == (True, "")
+
+
+def test_long_rows_stream_where_registers_cannot_hold_them():
+    """A row slice per thread is capped at MAX_CACHED floats in registers; a vocabulary softmax
+    (N = 151936) has no such config, so its row is streamed (read twice), and the second read is
+    in the model's memory traffic. Short rows keep both kinds of kernel."""
+    from forge.generators.cuda import rows
+
+    be = get_backend("h100", measure="model")
+    long = get_op("softmax").problem(dict(M=100, N=151936), "float16")
+    configs = be.space(long).enumerate().configs()
+    assert configs and {c["cache"] for c in configs} == {"stream"}
+    short = get_op("rmsnorm").problem(dict(M=64, N=4096), "float16", {"residual": True})
+    both = be.space(short).enumerate().configs()
+    assert {c["cache"] for c in both} == {"regs", "stream"}
+    cfg = next(c for c in both if c["cache"] == "regs")
+    plans = {mode: rows.plan(short, dict(cfg, cache=mode), be.arch) for mode in ("regs", "stream")}
+    extra = plans["stream"].estimates["bytes_moved"] - plans["regs"].estimates["bytes_moved"]
+    assert extra == 2 * 64 * 4096 * 2                         # x and the residual, read again
+    cached = "float h[PER_THREAD][VEC];"
+    assert cached in plans["regs"].files["kernel.cu"] and cached not in plans["stream"].files["kernel.cu"]

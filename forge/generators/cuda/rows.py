@@ -13,6 +13,10 @@ from forge.space import Constraint, Space, choice, limit
 from forge.variant import config_text
 
 MAX_CACHED = 64   # floats of a row kept in registers per thread
+# cache=regs: a thread keeps its slice of the row in registers, x is read once (rows up to
+# MAX_CACHED x ROW_THREADS elements); cache=stream: the row is read twice, once for its statistic
+# and once to write y, so any row length runs (a vocabulary softmax, N = 151936)
+CACHE_MODES = ("regs", "stream")
 
 
 def supports(p: Problem) -> str | None:
@@ -24,15 +28,17 @@ def vec(c, p: Problem):
 
 
 def cached(c, p: Problem):
+    """Floats of the row each thread keeps in registers (none when streaming)."""
     v = vec(c, p)
-    return -(-(p.shape["N"] // v) // c["row_threads"]) * v
+    return np.where(np.asarray(c["cache"]) == "regs", -(-(p.shape["N"] // v) // c["row_threads"]) * v, 0)
 
 
 def space(p: Problem, arch) -> Space:
     vals = load_space_values("rows")
     n, elt = p.shape["N"], ELT[p.dtype]
     vals["vec_bytes"] = [b for b in vals["vec_bytes"] if b >= elt]
-    params = [choice(k, v, ordered=True) for k, v in vals.items()]
+    params = [choice(k, v, ordered=True) for k, v in vals.items()] + \
+        [choice("cache", CACHE_MODES, doc="row slice kept in registers (one read of x) or streamed (two)")]
     cons = [
         Constraint("row_threads", lambda c: (c["row_threads"] <= c["threads"]) & (c["threads"] % c["row_threads"] == 0),
                    lambda c: f"row_threads={c['row_threads']} must divide threads={c['threads']}"),
@@ -57,7 +63,8 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     if p.op == "rmsnorm":
         consts["EPS"] = float(p.attrs["eps"])
     files = {
-        "kernel.cu": render("rows.cu.j2", op=p.op, residual=residual, problem=p.short(), config_line=config_text(c)),
+        "kernel.cu": render("rows.cu.j2", op=p.op, residual=residual, stream=c["cache"] == "stream",
+                            problem=p.short(), config_line=config_text(c)),
         "forge_config.h": config_header(f"{p.short()} | {config_text(c)}", p.dtype, consts),
         "forge_cuda.cuh": common_header(),
     }
@@ -69,7 +76,9 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     rpb = c["threads"] // c["row_threads"]
     grid = (cdiv(s["M"], rpb), 1, 1)
     launches = [Launch(f"forge_{p.op}", grid, (c["threads"], 1, 1), 0, args)]
-    est = {"threads": c["threads"], "smem": 0, "est_regs": int(cached(c, p)) + 24, "grid_blocks": grid[0],
-           "flops_executed": op.flops(p), "bytes_moved": op.min_bytes(p), "tensor_core": False,
+    # streaming reads x (and the residual) a second time; counted as memory traffic (no L2 term)
+    reread = s["M"] * s["N"] * elt * (2 if residual else 1) if c["cache"] == "stream" else 0
+    est = {"threads": c["threads"], "smem": 0, "est_regs": 24 + (3 * v if c["cache"] == "stream" else int(cached(c, p))), "grid_blocks": grid[0],
+           "flops_executed": op.flops(p), "bytes_moved": op.min_bytes(p) + reread, "tensor_core": False,
            "pipelined": True, "min_blocks": 1, "launches": 1, "vec": v}
     return Plan(files, "kernel.cu", buffers, launches, est)
