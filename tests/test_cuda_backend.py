@@ -133,3 +133,14 @@ def test_long_rows_stream_where_registers_cannot_hold_them():
     assert extra == 2 * 64 * 4096 * 2                         # x and the residual, read again
     cached = "float h[PER_THREAD][VEC];"
     assert cached in plans["regs"].files["kernel.cu"] and cached not in plans["stream"].files["kernel.cu"]
+
+
+def test_rows_of_odd_length_take_one_element_per_access():
+    """A 16-bit row of odd length (GPT-2's vocabulary, 50257) is read an element at a time (no
+    wider access divides it, and its rows start at odd offsets); rows that 4-byte accesses divide
+    do not get the scalar configs."""
+    be = get_backend("h100", measure="model")
+    odd = be.space(get_op("softmax").problem(dict(M=64, N=50257), "float16")).enumerate().configs()
+    assert odd and {c["vec_bytes"] for c in odd} == {2}
+    even = be.space(get_op("softmax").problem(dict(M=64, N=4096), "float16")).enumerate().configs()
+    assert 2 not in {c["vec_bytes"] for c in even}

@@ -44,6 +44,9 @@ def space(p: Problem, arch) -> Space:
                    lambda c: f"row_threads={c['row_threads']} must divide threads={c['threads']}"),
         Constraint("align", lambda c: n % vec(c, p) == 0,
                    lambda c: f"N={n} is not a multiple of the vector width {int(vec(c, p))}"),
+        # one element per access is for rows no 4-byte access divides (an odd 16-bit row length)
+        Constraint("narrow", lambda c: (c["vec_bytes"] >= 4) | (n % max(1, 4 // elt) != 0),
+                   lambda c: f"{c['vec_bytes']}-byte accesses: N={n} takes 4-byte ones"),
         Constraint("waste", lambda c: c["row_threads"] * vec(c, p) <= np.maximum(32 * vec(c, p), n),
                    lambda c: f"{c['row_threads']} threads x {int(vec(c, p))} elements exceed a row of {n}"),
         limit("regs", lambda c: cached(c, p), MAX_CACHED, "floats",
