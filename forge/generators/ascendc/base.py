@@ -27,6 +27,21 @@ CTYPE = {"float16": "half", "bfloat16": "bfloat16_t", "float32": "float"}
 ELEM = {"float16": 2, "bfloat16": 2, "float32": 4}
 
 
+def stratified_order(n: int) -> list[int]:
+    """0..n-1 in van der Corput order (0, n/2, n/4, 3n/4, ...): every prefix is spread evenly over
+    the range, so a model that times the first units of a stream and extrapolates sees units from
+    all of it, not only its start."""
+    def radical_inverse(i: int) -> float:
+        x, d = 0.0, 0.5
+        while i:
+            x += d * (i & 1)
+            i >>= 1
+            d /= 2
+        return x
+
+    return sorted(range(n), key=radical_inverse)
+
+
 def cdiv(a: Any, b: Any) -> Any:
     return -(-a // b)
 
