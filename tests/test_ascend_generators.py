@@ -65,6 +65,17 @@ def test_random_valid_configs_pass_emulation(op, shape, dtype, attrs, tmp_path):
 
 
 @pytest.mark.parametrize("op,shape,dtype,attrs", CASES, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
+def test_generated_kernels_have_one_blank_line_between_blocks(op, shape, dtype, attrs):
+    """The first and last valid configs of every case render with no run of blank lines."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op(op).problem(shape, dtype, attrs)
+    en = be.space(p).enumerate()
+    for i in (0, len(en) - 1):
+        kernel = be.generate(Variant(p, "ascend910b2", en.config(i))).files["kernel.cpp"]
+        assert "\n\n\n" not in kernel, en.config(i)
+
+
+@pytest.mark.parametrize("op,shape,dtype,attrs", CASES, ids=[f"{c[0]}-{c[2]}-{i}" for i, c in enumerate(CASES)])
 def test_host_launcher_passes_the_kernels_parameters(op, shape, dtype, attrs):
     """main.cpp (the NPU launcher, never compiled here: no CANN) launches the kernel of kernel.cpp
     with one device buffer per kernel parameter, in order: the op's inputs, the output, the

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import math
+import re
 from abc import ABC, abstractmethod
 from pathlib import Path
 from typing import Any, Callable
@@ -171,7 +172,8 @@ class Plan(ABC):
         pl = self.pipeline(cfg)
         ctx = dict(self.context(cfg), pl=pl, cfg=cfg, p=self.p, T=self.ctype, dtype=self.p.dtype,
                    kernel=pl.kernel, config_lines=[f"{k} = {v}" for k, v in cfg.items()])
-        kernel = _env.get_template(self.template).render(**ctx)
+        # templates compose macros whose blank lines add up: one blank line between blocks
+        kernel = re.sub(r"\n{3,}", "\n\n", _env.get_template(self.template).render(**ctx))
         op = get_op(self.p.op)
         ins = [(s.name, int(np.prod(s.shape))) for s in op.inputs(self.p)]
         out = op.output(self.p)
