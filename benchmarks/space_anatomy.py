@@ -17,6 +17,13 @@ The *landscape* lines count the local optima under moves that change up to k par
 such moves, knowing every time exactly, ends at the optimum: how far one-parameter coordinate
 moves (forge's local slots) can get on their own, and how much wider a move has to be before
 the space has one basin.
+
+`--identify 5,10,20` adds how well the optimum's path can be told from the others by sampling
+each path uniformly: for k points drawn per path, the share of 400 draws in which each estimate
+of a path's best time (the least time drawn, the lower quintile, and the least time a normal fit
+to the path's log-times predicts among all its points) ranks the optimum's path first. It asks
+whether a search that spreads its evaluations over the code paths could find the winning one
+from what it measures there.
 """
 from __future__ import annotations
 
@@ -29,6 +36,7 @@ from math import lgamma
 from pathlib import Path
 
 import numpy as np
+from scipy.stats import norm
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -106,6 +114,31 @@ def steepest_descent(valid: np.ndarray, t: np.ndarray, k: int) -> tuple[np.ndarr
         end = nxt
 
 
+def path_identification(t: np.ndarray, paths: np.ndarray, k: int, draws: int,
+                        rng: np.random.Generator) -> dict[str, float]:
+    """Share of `draws` in which k uniform points per path rank the optimum's path first, for
+    three estimates of a path's best time. Failed points drawn are skipped (they carry no time)."""
+    labels = sorted(set(paths))
+    members = [np.flatnonzero(paths == p) for p in labels]
+    win = labels.index(paths[int(np.nanargmin(t))])
+    wins = {"least drawn": 0, "lower quintile": 0, "normal-fit least": 0}
+    for _ in range(draws):
+        est: dict[str, list[float]] = {m: [] for m in wins}
+        for rows in members:
+            y = np.log(t[rng.choice(rows, min(k, len(rows)), replace=False)])
+            y = y[np.isfinite(y)]
+            if len(y) < 2:
+                for m in est:
+                    est[m].append(np.inf if not len(y) else float(y[0]))
+                continue
+            est["least drawn"].append(float(y.min()))
+            est["lower quintile"].append(float(np.quantile(y, 0.2)))
+            est["normal-fit least"].append(float(y.mean() + y.std(ddof=1) * norm.ppf(1 / (len(rows) + 1))))
+        for m in wins:
+            wins[m] += int(np.argmin(est[m]) == win)
+    return {m: v / draws for m, v in wins.items()}
+
+
 def _run(args: tuple[str, str, int, int, dict]) -> tuple[int, list[float], list[int]]:
     path, strategy, seed, budget, options = args
     data = _data(path)
@@ -125,6 +158,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--options", default="{}", help="strategy constructor options as JSON, e.g. '{\"niches\": true}'")
     ap.add_argument("--no-runs", action="store_true", help="only the space's anatomy, no strategy runs")
+    ap.add_argument("--identify", default="", help="points per path, comma-separated: how well uniform "
+                    "samples of each path single out the optimum's path")
     a = ap.parse_args(argv)
     try:
         data = _data(a.cache)
@@ -139,6 +174,12 @@ def main(argv: list[str] | None = None) -> None:
         budgets = [int(b) for b in a.budgets.split(",")]
     except ValueError:
         ap.error(f"--budgets: expected comma-separated whole numbers, got {a.budgets!r}")
+    try:
+        identify = [int(k) for k in a.identify.split(",")] if a.identify else []
+    except ValueError:
+        ap.error(f"--identify: expected comma-separated whole numbers, got {a.identify!r}")
+    if any(k < 1 for k in identify):
+        ap.error(f"--identify: every number of points must be >= 1, got {a.identify!r}")
     if a.seeds < 1 or min(budgets) < 1:
         ap.error(f"--seeds and every budget must be >= 1 (got --seeds {a.seeds}, --budgets {a.budgets})")
     t = data.time_s / data.optimum_s
@@ -175,6 +216,14 @@ def main(argv: list[str] | None = None) -> None:
           f"tail (points of that path faster than every other path): {len(tail)} = {len(tail) / n:.2%} of the space")
     for b in budgets:
         print(f"  uniform random search draws a tail point within {b} evaluations with P = {p_hit_random(n, len(tail), b):.3f}")
+    if identify:
+        n_paths = len(set(paths))
+        print(f"\noptimum's path ranked first from k uniform points per path ({n_paths} paths, 400 draws):")
+        rng = np.random.default_rng(0)
+        for k in identify:
+            shares = path_identification(t, paths, k, 400, rng)
+            print(f"  k={k:<3} ({k * n_paths} evaluations): " +
+                  ", ".join(f"{m} {v:.0%}" for m, v in shares.items()))
     if a.no_runs:
         return
 

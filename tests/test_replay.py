@@ -254,6 +254,21 @@ def test_space_anatomy_steepest_descent_matches_pairwise_search():
         assert np.array_equal(end, want)
 
 
+def test_space_anatomy_path_identification_counts_draws_that_rank_the_optimum_path_first():
+    """k points per path: the optimum's path is ranked first exactly when the draws show its
+    advantage. Path A holds the optimum in one of four points, path B is uniformly second best."""
+    anatomy = _benchmark_module("space_anatomy")
+    t = np.array([1.0, 100, 100, 100, 2, 2, 2, 2])
+    paths = np.array(["A"] * 4 + ["B"] * 4)
+    rng = np.random.default_rng(0)
+    every = anatomy.path_identification(t, paths, 4, 50, rng)
+    assert every["least drawn"] == 1.0
+    one = anatomy.path_identification(t, paths, 1, 400, rng)
+    assert one["least drawn"] == pytest.approx(0.25, abs=0.06)      # A wins only when its 1.0 is drawn
+    two = anatomy.path_identification(t, paths, 2, 400, rng)
+    assert two["least drawn"] == pytest.approx(0.5, abs=0.07)       # 1 - C(3,2)/C(4,2)
+
+
 def _benchmark_module(name: str):
     import importlib.util
     root = Path(__file__).resolve().parents[1]
@@ -285,7 +300,8 @@ def test_space_anatomy_missing_cache_file_is_a_usage_error(tmp_path, capsys):
 
 
 @pytest.mark.parametrize("args, needle", [(["--budgets", "50,x"], "--budgets"), (["--budgets", "0"], ">= 1"),
-                                          (["--seeds", "0"], ">= 1")])
+                                          (["--seeds", "0"], ">= 1"), (["--identify", "5,a"], "--identify"),
+                                          (["--identify", "0"], "--identify")])
 def test_space_anatomy_bad_budgets_or_seeds_are_usage_errors(args, needle, capsys):
     anatomy = _benchmark_module("space_anatomy")
     space = str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz")
