@@ -42,7 +42,10 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
     re-timing an executable whose output was already checked (benchmarks interleaving runs); the
     measurement then says so in extra["unchecked"]."""
     op = get_op(problem.op)
-    with tempfile.TemporaryDirectory(prefix="forge-run-") as d:
+    # A run interrupted mid-measurement leaves this directory to the exit-time cleanup while the
+    # kernel (its own session, so Ctrl-C does not reach it) may still be writing its output there:
+    # a failed removal then must not print a traceback over the run's "how to resume" message.
+    with tempfile.TemporaryDirectory(prefix="forge-run-", ignore_cleanup_errors=True) as d:
         in_path, out_path = Path(d) / "inputs.bin", Path(d) / "output.bin"
         inputs = write_inputs(problem, seed, in_path)
         cmd = [exe, str(in_path), str(out_path), str(warmup), str(reps), str(flush_bytes)]
