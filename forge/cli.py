@@ -207,7 +207,6 @@ def ops() -> None:
     """List the operators with their dimensions and attributes."""
     from forge.ops import OPS
 
-    _load_plugin_ops()
     table = Table()
     for col in ("op", "dimensions", "default shape", "attributes", "description"):
         table.add_column(col)
@@ -235,12 +234,6 @@ def targets(name: Optional[str] = typer.Argument(None, help="show one target's n
     out.print(table)
 
 
-def _load_plugin_ops() -> None:
-    from forge.ops import load_plugins
-
-    load_plugins()
-
-
 def _register_extra_commands() -> None:
     for name in EXTRA_COMMANDS:
         importlib.import_module(f"forge.commands.{name}").register(app)
@@ -261,7 +254,6 @@ def _interrupt_on_sigterm(signum: int, frame: object) -> None:
 
 
 def main() -> None:
-    _load_plugin_ops()
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         # Without standalone mode the CLI library returns (not raises) the code of a typer.Exit.

@@ -103,7 +103,6 @@ def test_no_two_valid_configs_launch_the_same_vector_kernel(hw, op, shape):
     """Core counts above a kernel's work units launch it on min(cores, units) cores: such configs
     used to be valid side by side (81 of 312 in cann-bench softmax case 16) and a trial could
     measure the same kernel twice."""
-    import forge.generators.ascendc.swiglu_op  # noqa: F401
     plan = get_plan(get_op(op).problem(shape, "float16"), hw)
     space = plan.space()
     kernels = [(tuple(sorted((k, v) for k, v in c.items() if k != "cores")), int(plan.block_dim(c)))

@@ -13,7 +13,6 @@ from forge.backends.ascend import emulate
 from forge.ops import get_op
 from forge.variant import Variant
 
-import forge.generators.ascendc.swiglu_op  # noqa: F401
 
 CASES = [
     ("rmsnorm", {"M": 40, "N": 1000}, "float16", {"residual": True}),

@@ -70,7 +70,6 @@ def test_launch_head(hw):
 
 
 def test_double_buffering_overlaps(hw):
-    import forge.generators.ascendc.swiglu_op  # noqa: F401
     p = get_op("swiglu").problem({"M": 4096, "N": 4096}, "float16")
     plan = get_plan(p, hw)
     one = plan.model(dict(chunk=4096, rows=1, layout="slots", buffer_num=1, cores=48)).seconds
@@ -83,7 +82,6 @@ def test_strided_gm_blocks_are_charged_whole_packets_by_every_plan(hw):
     block (swiglu's gate and up halves, softmax_axis's column block) is one burst per row, so a
     40-element bf16 block (80 B) costs one 128 B packet per row; a block that is the whole row
     moves contiguously and costs its bytes."""
-    import forge.generators.ascendc.swiglu_op  # noqa: F401
     packet = int(hw.gm_packet_bytes)
     sw = get_plan(get_op("swiglu").problem({"M": 64, "N": 40}, "bfloat16"), hw)
     prog = sw.programs(dict(chunk=256, rows=8, layout="slots", buffer_num=2, cores=8))[0]["aiv0"]

@@ -16,7 +16,6 @@ from typing import Any
 
 import numpy as np
 
-import forge.generators.ascendc.swiglu_op  # noqa: F401  (registers the op)
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import Step

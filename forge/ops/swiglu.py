@@ -1,4 +1,4 @@
-"""The `swiglu` operator (registered by the Ascend generators): y = silu(x[:, :N]) * x[:, N:].
+"""The `swiglu` operator: y = silu(x[:, :N]) * x[:, N:].
 
 x[M, 2N] -> y[M, N], as cann-bench's level-1 swi_glu task defines it on the last axis
 (benchmark-formats.md §3.1; CANN built-in kernel `SwiGlu`). silu(a) = a / (1 + exp(-a)).
@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import numpy as np
 
-from forge.ops import register
 from forge.ops.base import Op, TensorSpec
 from forge.problem import Problem
 
@@ -37,5 +36,3 @@ class SwiGLU(Op):
     def unfused_steps(self, p: Problem) -> list[str]:
         return ["a, b = split(x)", "s = sigmoid(a)", "t = a * s", "y = t * b"]
 
-
-register(SwiGLU())
