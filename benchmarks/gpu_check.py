@@ -31,6 +31,8 @@ CASES = [
     ("matmul", dict(M=64, N=8192, K=8192), "float16", {"transpose_b": True}),
     ("rmsnorm", dict(M=8192, N=4096), "bfloat16", {"residual": True}),
     ("softmax", dict(M=8192, N=4096), "float32", {}),
+    ("softmax_axis", dict(B=4, K=255, I=2049), "float16", {}),
+    ("swiglu", dict(M=4096, N=4096), "bfloat16", {}),
 ]
 
 

@@ -38,8 +38,8 @@ def test_unsupported_problems_say_why():
     be = get_backend("h100", measure="model")
     assert "float32" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))
     assert "multiple of 16" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=72), "float16"))
-    with pytest.raises(ForgeInputError):
-        be.space(get_op("matmul").problem(dict(M=8, N=10, K=16), "float16"))
+    with pytest.raises(ForgeInputError, match="float32"):
+        be.space(get_op("matmul").problem(dict(M=8, N=16, K=16), "float32"))
 
 
 def test_bad_measure_mode():
@@ -144,3 +144,50 @@ def test_rows_of_odd_length_take_one_element_per_access():
     assert odd and {c["vec_bytes"] for c in odd} == {2}
     even = be.space(get_op("softmax").problem(dict(M=64, N=4096), "float16")).enumerate().configs()
     assert 2 not in {c["vec_bytes"] for c in even}
+
+
+def test_every_cannbench_case_has_a_cuda_space():
+    """cann-bench's swi_glu and middle-axis softmax cases are generated for CUDA too: every case of
+    the suite has valid variants on an H100, and their modeled time beats the unfused sequence's."""
+    from forge.bench.suites import load_suite
+    from forge.variant import Variant
+
+    be = get_backend("h100", measure="model")
+    cases = load_suite("cannbench").cases
+    assert {c.op for c in cases} >= {"swiglu", "softmax_axis"}
+    for case in cases:
+        p = case.problem()
+        assert be.supports(p) is None, (case.key, be.supports(p))
+        if case.op in ("swiglu", "softmax_axis"):
+            e = be.space(p).enumerate()
+            assert len(e) > 0, case.key
+            best = min(be.model(Variant(p, "h100", c)) for c in e.configs())
+            assert best < unfused_time(be.arch, p)[0], case.key
+
+
+def test_matmul_operands_not_16_byte_aligned_are_copied_an_element_at_a_time():
+    """cp.async copies 16 aligned bytes; rows of K or N not a multiple of 8 16-bit elements (GPT-2's
+    vocabulary, N = 50257) take element copies for that operand only, and the model no longer
+    overlaps their loads with the math."""
+    from forge.generators.cuda import gemm
+
+    be = get_backend("h100", measure="model")
+    odd = get_op("matmul").problem(dict(M=64, N=50257, K=768), "float16")
+    assert be.supports(odd) is None and gemm.operand_vec(odd) == (8, 1)
+    assert gemm.operand_vec(get_op("matmul").problem(dict(M=64, N=50257, K=768), "float16", {"transpose_b": True})) == (8, 8)
+    assert gemm.operand_vec(get_op("matmul").problem(dict(M=64, N=64, K=100), "bfloat16")) == (1, 8)
+    cfg = be.space(odd).enumerate().config(0)
+    plan = gemm.plan(odd, cfg, be.arch)
+    assert "constexpr int B_VEC = 1;" in plan.files["forge_config.h"] and not plan.estimates["pipelined"]
+    even = get_op("matmul").problem(dict(M=64, N=50264, K=768), "float16")
+    assert gemm.plan(even, cfg, be.arch).estimates["pipelined"]
+
+
+@pytest.mark.parametrize("op, shape", [("softmax", dict(M=1, N=1)), ("rmsnorm", dict(M=3, N=100)),
+                                       ("softmax", dict(M=2, N=64)), ("softmax_axis", dict(B=1, K=1, I=1)),
+                                       ("swiglu", dict(M=1, N=1)), ("matmul", dict(M=1, N=1, K=1)),
+                                       ("attention", dict(B=1, H=1, S=1, D=16))])
+def test_tiny_problems_still_have_a_variant(op, shape):
+    """A block larger than a tiny problem wastes threads, but the smallest block is always offered."""
+    be = get_backend("h100", measure="model")
+    assert len(be.space(get_op(op).problem(shape, "float16")).enumerate()) > 0

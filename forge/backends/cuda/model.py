@@ -11,6 +11,7 @@ from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
+import numpy as np
 import yaml
 
 from forge.backends.cuda.arch import Arch
@@ -84,10 +85,15 @@ def unfused_time(arch: Arch, p: Problem) -> tuple[float, list[dict[str, Any]]]:
             names = names[1:]
         steps += [(names[0], 2.0 * s["M"] * s["N"], mn, False), (names[1], s["M"], 8.0 * s["M"], False),
                   (names[2], 2.0 * s["M"] * s["N"], 2 * mn + s["N"] * e, False)]
-    elif p.op == "softmax":
+    elif p.op in ("softmax", "softmax_axis"):                 # over the last or a middle axis
+        n = int(np.prod(op.output(p).shape))
+        mn = n * e
+        steps = [(names[0], n, mn, False), (names[1], 2.0 * n, 2 * mn, False),
+                 (names[2], n, mn, False), (names[3], n, 2 * mn, False)]
+    elif p.op == "swiglu":                                      # the split is a view: no kernel
         mn = s["M"] * s["N"] * e
-        steps = [(names[0], s["M"] * s["N"], mn, False), (names[1], 2.0 * s["M"] * s["N"], 2 * mn, False),
-                 (names[2], s["M"] * s["N"], mn, False), (names[3], s["M"] * s["N"], 2 * mn, False)]
+        steps = [(names[1], 4.0 * s["M"] * s["N"], 2 * mn, False), (names[2], s["M"] * s["N"], 3 * mn, False),
+                 (names[3], s["M"] * s["N"], 3 * mn, False)]
     else:
         steps = [(names[0], op.flops(p), op.min_bytes(p), True)]
     out = [{"step": n, "flops": f, "bytes": b, "seconds": _step(arch, p.dtype, f, b, tc)} for n, f, b, tc in steps]

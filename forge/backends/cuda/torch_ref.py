@@ -1,5 +1,5 @@
 """Vendor baselines on a GPU node: torch eager (the unfused ops) and the fused torch kernel
-(SDPA, matmul, rms_norm, softmax), timed with the harness protocol (L2 flush, CUDA events).
+(SDPA, matmul, rms_norm, softmax; for swiglu, which torch does not fuse, its silu kernel and a mul), timed with the harness protocol (L2 flush, CUDA events).
 Runs in a subprocess so a missing or broken torch never takes the tuner down."""
 from __future__ import annotations
 
@@ -45,6 +45,14 @@ elif p["op"] == "softmax":
     x = r(s["M"], s["N"])
     fns["vendor"] = ("torch softmax", lambda: torch.softmax(x, -1))
     fns["unfused"] = ("torch eager softmax", lambda: (lambda e: e / e.sum(-1, keepdim=True))(torch.exp(x - x.amax(-1, keepdim=True))))
+elif p["op"] == "softmax_axis":
+    x = r(s["B"], s["K"], s["I"])
+    fns["vendor"] = ("torch softmax (dim=1)", lambda: torch.softmax(x, 1))
+    fns["unfused"] = ("torch eager softmax (dim=1)", lambda: (lambda e: e / e.sum(1, keepdim=True))(torch.exp(x - x.amax(1, keepdim=True))))
+elif p["op"] == "swiglu":
+    x = r(s["M"], 2 * s["N"]); xa, xb = x.chunk(2, -1)
+    fns["vendor"] = ("torch silu(a) * b (no fused SwiGLU in torch)", lambda: F.silu(xa) * xb)
+    fns["unfused"] = ("torch eager sigmoid, mul, mul", lambda: torch.sigmoid(xa) * xa * xb)
 cache = torch.empty(max(256 << 20, 2 * torch.cuda.get_device_properties(0).L2_cache_size), dtype=torch.int8, device="cuda")
 out = []
 for name, (label, fn) in fns.items():

@@ -1,4 +1,5 @@
-"""CUDA C++ generators (Jinja2 templates in `templates/`): attention (FA2-style), gemm, rmsnorm, softmax.
+"""CUDA C++ generators (Jinja2 templates in `templates/`): attention (FA2-style), gemm, rmsnorm,
+softmax, softmax over a middle axis, swiglu.
 
 `for_op(name)` returns the module with `supports(problem)`, `space(problem, arch)` and
 `plan(problem, config, arch) -> Plan`.
@@ -8,10 +9,11 @@ from __future__ import annotations
 from types import ModuleType
 
 from forge.errors import ForgeInputError
-from forge.generators.cuda import attention, gemm, rows
+from forge.generators.cuda import attention, gemm, rows, softmax_axis, swiglu
 from forge.generators.cuda.plan import Buffer, Launch, Plan
 
-MODULES: dict[str, ModuleType] = {"attention": attention, "matmul": gemm, "rmsnorm": rows, "softmax": rows}
+MODULES: dict[str, ModuleType] = {"attention": attention, "matmul": gemm, "rmsnorm": rows, "softmax": rows,
+                                  "softmax_axis": softmax_axis, "swiglu": swiglu}
 
 
 def for_op(op: str) -> ModuleType:

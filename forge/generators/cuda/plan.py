@@ -11,7 +11,10 @@ from pathlib import Path
 from typing import Any
 
 import jinja2
+import numpy as np
 import yaml
+
+from forge.space import Constraint
 
 TEMPLATES = Path(__file__).parent / "templates"
 SMEM_PAD = 8   # elements of padding per smem row: 16 B keeps cp.async alignment, spreads banks
@@ -79,6 +82,29 @@ def config_header(title: str, dtype: str, consts: dict[str, Any]) -> str:
             lines.append(f"constexpr int {k} = {int(v)};")
     lines.append("}  // namespace cfg")
     return "\n".join(lines) + "\n"
+
+
+def vec_elems(c, dtype: str):
+    """Elements per vector access of a config's `vec_bytes` (at least one)."""
+    return np.maximum(1, c["vec_bytes"] // ELT[dtype])
+
+
+def vec_byte_values(values: list[int], dtype: str) -> list[int]:
+    """The `vec_bytes` choices an element type can use: no access narrower than one element."""
+    return [b for b in values if b >= ELT[dtype]]
+
+
+def vec_constraints(length: int, dtype: str, what: str) -> list[Constraint]:
+    """Vector accesses along a contiguous run of `length` elements (`what` names it): the vector
+    width must divide it (every run starts aligned), and one element per access is offered only
+    where no 4-byte access divides it (an odd 16-bit length: GPT-2's vocabulary, 50257)."""
+    elt = ELT[dtype]
+    return [
+        Constraint("align", lambda c: length % vec_elems(c, dtype) == 0,
+                   lambda c: f"{what}={length} is not a multiple of the vector width {int(vec_elems(c, dtype))}"),
+        Constraint("narrow", lambda c: (c["vec_bytes"] >= 4) | (length % max(1, 4 // elt) != 0),
+                   lambda c: f"{c['vec_bytes']}-byte accesses: {what}={length} takes 4-byte ones"),
+    ]
 
 
 def cdiv(a: int, b: int) -> int:

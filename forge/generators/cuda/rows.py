@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        load_space_values, render)
+                                        load_space_values, render, vec_byte_values, vec_constraints, vec_elems)
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -24,7 +24,7 @@ def supports(p: Problem) -> str | None:
 
 
 def vec(c, p: Problem):
-    return np.maximum(1, c["vec_bytes"] // ELT[p.dtype])
+    return vec_elems(c, p.dtype)
 
 
 def cached(c, p: Problem):
@@ -35,24 +35,22 @@ def cached(c, p: Problem):
 
 def space(p: Problem, arch) -> Space:
     vals = load_space_values("rows")
-    n, elt = p.shape["N"], ELT[p.dtype]
-    vals["vec_bytes"] = [b for b in vals["vec_bytes"] if b >= elt]
+    n = p.shape["N"]
+    vals["vec_bytes"] = vec_byte_values(vals["vec_bytes"], p.dtype)
+    smallest = min(vals["threads"])
     params = [choice(k, v, ordered=True) for k, v in vals.items()] + \
         [choice("cache", CACHE_MODES, doc="row slice kept in registers (one read of x) or streamed (two)")]
     cons = [
         Constraint("row_threads", lambda c: (c["row_threads"] <= c["threads"]) & (c["threads"] % c["row_threads"] == 0),
                    lambda c: f"row_threads={c['row_threads']} must divide threads={c['threads']}"),
-        Constraint("align", lambda c: n % vec(c, p) == 0,
-                   lambda c: f"N={n} is not a multiple of the vector width {int(vec(c, p))}"),
-        # one element per access is for rows no 4-byte access divides (an odd 16-bit row length)
-        Constraint("narrow", lambda c: (c["vec_bytes"] >= 4) | (n % max(1, 4 // elt) != 0),
-                   lambda c: f"{c['vec_bytes']}-byte accesses: N={n} takes 4-byte ones"),
+        *vec_constraints(n, p.dtype, "N"),
         Constraint("waste", lambda c: c["row_threads"] * vec(c, p) <= np.maximum(32 * vec(c, p), n),
                    lambda c: f"{c['row_threads']} threads x {int(vec(c, p))} elements exceed a row of {n}"),
         limit("regs", lambda c: cached(c, p), MAX_CACHED, "floats",
               lambda c: "row slice cached per thread: ceil(N / vec / row_threads) x vec"),
-        Constraint("rows_per_block", lambda c: c["threads"] // c["row_threads"] <= np.maximum(1, p.shape["M"]),
-                   lambda c: "more rows per block than rows"),
+        # (the smallest block is always allowed: a few short rows still need one)
+        Constraint("rows_per_block", lambda c: (c["threads"] // c["row_threads"] <= np.maximum(1, p.shape["M"]))
+                   | (c["threads"] == smallest), lambda c: "more rows per block than rows"),
     ]
     return Space(params, cons)
 

@@ -3,8 +3,12 @@
 // fragment layouts of the PTX ISA ("Matrix fragments for mma.m16n8k16"), and cp.async copies
 // (16 B, zero-filled when out of bounds). Needs sm_80 or newer.
 #pragma once
+// FORGE_HOST_EMULATION: the test suite's host build (tests/cuda_host) supplies the CUDA types and
+// the PTX primitives (cp.async, mma.sync, shuffles) itself; everything else here is shared.
+#ifndef FORGE_HOST_EMULATION
 #include <cuda_fp16.h>
 #include <cuda_bf16.h>
+#endif
 #include <stdint.h>
 
 namespace forge {
@@ -35,6 +39,7 @@ template <typename T> __device__ __forceinline__ uint32_t pack2_raw(T lo, T hi) 
   return (uint32_t)a | ((uint32_t)b << 16);
 }
 
+#ifndef FORGE_HOST_EMULATION
 // ---- cp.async ---------------------------------------------------------------------------------
 // Copy 16 bytes global -> shared; when `pred` is false the 16 bytes are zero-filled and
 // nothing is read (src-size 0), so tails need no separate code path.
@@ -65,6 +70,7 @@ template <> __device__ __forceinline__ void mma16816<__nv_bfloat16>(float c[4], 
       : "+f"(c[0]), "+f"(c[1]), "+f"(c[2]), "+f"(c[3])
       : "r"(a[0]), "r"(a[1]), "r"(a[2]), "r"(a[3]), "r"(b[0]), "r"(b[1]));
 }
+#endif  // FORGE_HOST_EMULATION
 
 // A fragment of the 16x16 tile at (r0, k0) of a row-major smem matrix with row stride `ld`.
 template <typename T> __device__ __forceinline__ void load_a_frag(uint32_t a[4], const T* s, int ld, int r0, int k0, int lane) {
