@@ -100,3 +100,19 @@ def test_solution_names_are_file_names(tmp_path):
     board = {"cases": [case], "target": "h100", "target_kind": "cuda"}
     export_sol(board, tmp_path)
     assert (tmp_path / "solutions" / f"{name}.json").is_file()
+
+
+def test_passed_cases_that_never_ran_are_said_to_be_unchecked():
+    """A CUDA variant ranked by the model without a GPU compiled and met every limit but never ran:
+    the suite line counts it apart and its SOL trace says its correctness was not checked."""
+    from forge.bench.board import summarize
+    from forge.bench.render import total_line
+
+    ran, unrun = passed_case(), {**passed_case(), "unchecked": True}
+    total = summarize([ran, unrun])
+    assert total["passed"] == 2 and total["unchecked"] == 1
+    line = total_line({"total": {**total, "cann_total_score": None}})
+    assert "1 of the passed cases never ran" in line and "correctness not checked" in line
+    assert "never ran" not in total_line({"total": {**summarize([ran]), "cann_total_score": None}})
+    assert "not checked" in trace_line(unrun, "s", "h100")["evaluation"]["log"]
+    assert "not checked" not in trace_line(ran, "s", "h100")["evaluation"]["log"]

@@ -106,6 +106,8 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     t_k = best.median if best else None
     row |= {"time": t_k, "time_kind": best.time_kind if best else None, "spread": best.spread if best else None,
             "config": best.config if best else None, "errors": best.errors if best else {},
+            # a variant ranked by the model without running (CUDA without a GPU) passed no check
+            "unchecked": bool(best) and "not checked" in str(best.extra.get("correctness", "")),
             "source_hash": best.source_hash if best else "", "best_phase": best.phase if best else None}
     row["speedup"] = (row["t_b"] / t_k) if (t_k and row["t_b"]) else None
     row["kinds_differ"] = bool(best and base and best.time_kind != base.time_kind)
@@ -136,7 +138,8 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
            "fast_p": {str(p): scores.fast_p(speedups, p) for p in scores.FAST_P},
            "mean_sol_score": scores.gated_mean([r["sol_score"] if r["status"] == "PASSED" else None for r in rows]),
            "measured": sum(1 for r in passed if r.get("time_kind") == "measured"),
-           "modeled": sum(1 for r in passed if r.get("time_kind") == "modeled")}
+           "modeled": sum(1 for r in passed if r.get("time_kind") == "modeled"),
+           "unchecked": sum(1 for r in passed if r.get("unchecked"))}
     return out
 
 

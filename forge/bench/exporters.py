@@ -113,6 +113,8 @@ def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dic
                              "speedup_factor": case.get("speedup")}
         if case.get("time_kind") == "modeled":
             ev["log"] = "forge: latency_ms is MODELED (forge's performance model), not measured"
+        if case.get("unchecked"):
+            ev["log"] += "; the kernel was not run, so its correctness was not checked"
     ev["forge"] = {"time_kind": case.get("time_kind"), "t_sol_ms": (case.get("t_sol") or 0) * 1e3,
                    "sol_score": case.get("sol_score"), "baseline": case.get("baseline_kind")}
     return {"definition": case["source_name"], "solution": solution,

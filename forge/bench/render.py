@@ -48,7 +48,8 @@ def total_line(board: dict[str, Any]) -> str:
     return (f"{t['passed']}/{t['cases']} cases passed ({t['supported']} supported), pass rate {_pct(t['pass_rate'])}, "
             f"geomean speedup {_num(t['geomean_speedup'])}, {fp}, mean SOL score {_num(t['mean_sol_score'])}, "
             f"cann-bench total {_num(t['cann_total_score'], 1)}; best times: {t['measured']} measured, "
-            f"{t['modeled']} modeled")
+            f"{t['modeled']} modeled" + (f"; {t['unchecked']} of the passed cases never ran (compiled and "
+                                         f"within the limits, correctness not checked)" if t.get("unchecked") else ""))
 
 
 def to_markdown(board: dict[str, Any]) -> str:
