@@ -29,6 +29,7 @@ CASES = [
     ("attention", dict(B=1, Hq=32, Hkv=8, Sq=1, Skv=8192, D=128), "bfloat16", {}),
     ("matmul", dict(M=4096, N=4096, K=4096), "bfloat16", {}),
     ("matmul", dict(M=64, N=8192, K=8192), "float16", {"transpose_b": True}),
+    ("matmul", dict(M=2048, N=4096, K=4096), "float32", {}),
     ("rmsnorm", dict(M=8192, N=4096), "bfloat16", {"residual": True}),
     ("softmax", dict(M=8192, N=4096), "float32", {}),
     ("softmax_axis", dict(B=4, K=255, I=2049), "float16", {}),

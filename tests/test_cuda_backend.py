@@ -39,7 +39,7 @@ def test_unsupported_problems_say_why():
     assert "float32" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))
     assert "multiple of 16" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=72), "float16"))
     with pytest.raises(ForgeInputError, match="float32"):
-        be.space(get_op("matmul").problem(dict(M=8, N=16, K=16), "float32"))
+        be.space(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))
 
 
 def test_bad_measure_mode():
@@ -191,3 +191,18 @@ def test_tiny_problems_still_have_a_variant(op, shape):
     """A block larger than a tiny problem wastes threads, but the smallest block is always offered."""
     be = get_backend("h100", measure="model")
     assert len(be.space(get_op(op).problem(shape, "float16")).enumerate()) > 0
+
+
+def test_float32_matmul_runs_on_the_simt_cores():
+    """fp32 stays fp32 (no TF32 rounding): the SIMT GEMM, ranked by the fp32 peak; its register
+    tile costs registers and its k-slices shared memory, both checked before compiling."""
+    be = get_backend("h100", measure="model")
+    p = get_op("matmul").problem(dict(M=64, N=4096, K=4096), "float32")
+    e = be.space(p).enumerate()
+    assert len(e) > 0 and {"tile", "split_k"} <= set(e.reason_counts)
+    v = Variant(p, "h100", e.config(0))
+    plan = be.plan(v)
+    assert plan.kernels[0] == "forge_sgemm" and not plan.estimates["tensor_core"]
+    assert "fmaf(" in plan.files["kernel.cu"] and "mma" not in plan.files["kernel.cu"]
+    half = get_op("matmul").problem(dict(M=64, N=4096, K=4096), "float16")
+    assert be.plan(Variant(half, "h100", be.space(half).enumerate().config(0))).kernels[0] == "forge_gemm"

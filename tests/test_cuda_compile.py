@@ -17,6 +17,7 @@ CASES = [
     ("matmul", dict(M=200, N=264, K=136), "float16", {}),
     ("matmul", dict(M=64, N=512, K=4096), "bfloat16", {"transpose_b": True}),
     ("matmul", dict(M=16, N=50257, K=768), "float16", {}),      # B rows of odd length: element copies
+    ("matmul", dict(M=16, N=4096, K=4096), "float32", {}),       # SIMT GEMM, split-K
     ("rmsnorm", dict(M=33, N=1000), "float32", {"residual": True}),
     ("softmax", dict(M=17, N=4096), "bfloat16", {}),
     # rows longer than the registers hold: streamed (read twice), softmax's max and sum online
@@ -45,7 +46,7 @@ def _sample(backend, p, k=1):
     return picks[:k]
 
 
-@pytest.mark.slow   # 24 nvcc compiles: ~20-40 s on 2 busy cores
+@pytest.mark.slow   # 26 nvcc compiles: ~20-40 s on 2 busy cores
 @pytest.mark.parametrize("target", ["a100", "h100"])   # sm_80 and sm_90
 def test_sample_of_every_op_compiles(target, cache):
     be = get_backend(target, measure="model")

@@ -65,7 +65,7 @@ def _smallest_matching(be, p, want):
     return min(matches, key=lambda c: (be.plan(Variant(p, "h100", c)).launches[0].block[0], sorted(c.items())))
 
 
-TENSOR_CORE_CASES = [
+TILED_CASES = [
     # ragged M, N and K tiles; B stored [K, N] and [N, K]; split-K with its reduction kernel
     ("matmul", dict(M=70, N=72, K=40), "float16", {}, dict(stages=2, split_k=1)),
     ("matmul", dict(M=33, N=40, K=136), "bfloat16", {"transpose_b": True}, dict(stages=3, split_k=1)),
@@ -76,6 +76,10 @@ TENSOR_CORE_CASES = [
     ("matmul", dict(M=20, N=37, K=24), "float16", {}, dict(stages=2, split_k=1)),
     ("matmul", dict(M=16, N=16, K=23), "bfloat16", {"transpose_b": True}, dict(stages=3, split_k=1)),
     ("matmul", dict(M=9, N=45, K=260), "float16", {}, dict(split_k=2)),
+    # float32 on the SIMT cores: ragged tiles, B^T, split-K
+    ("matmul", dict(M=50, N=70, K=45), "float32", {}, dict(split_k=1)),
+    ("matmul", dict(M=33, N=20, K=70), "float32", {"transpose_b": True}, dict(block_k=16, split_k=1)),
+    ("matmul", dict(M=8, N=40, K=300), "float32", {}, dict(split_k=4)),
     # causal bottom-right mask with Sq < Skv, GQA, ragged KV tiles; single-buffered; split-KV + combine
     ("attention", dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=70, D=64), "float16", {"causal": True}, dict(stages=2, splits=1)),
     ("attention", dict(B=2, Hq=2, Hkv=2, Sq=17, Skv=33, D=32), "bfloat16", {}, dict(stages=1, splits=1)),
@@ -83,9 +87,10 @@ TENSOR_CORE_CASES = [
 ]
 
 
-@pytest.mark.parametrize("op, shape, dtype, attrs, want", TENSOR_CORE_CASES)
-def test_tensor_core_kernel_run_on_the_host_matches_the_reference(op, shape, dtype, attrs, want, tmp_path):
-    """mma.sync fragments, cp.async pipelines, split-K and split-KV as generated for the GPU."""
+@pytest.mark.parametrize("op, shape, dtype, attrs, want", TILED_CASES)
+def test_tiled_kernel_run_on_the_host_matches_the_reference(op, shape, dtype, attrs, want, tmp_path):
+    """mma.sync fragments, cp.async pipelines, register blocking, split-K and split-KV as generated
+    for the GPU."""
     be = get_backend("h100", measure="model")
     p = get_op(op).problem(shape, dtype, attrs)
     cfg = _smallest_matching(be, p, want)

@@ -1,5 +1,5 @@
-"""CUDA C++ generators (Jinja2 templates in `templates/`): attention (FA2-style), gemm, rmsnorm,
-softmax, softmax over a middle axis, swiglu.
+"""CUDA C++ generators (Jinja2 templates in `templates/`): attention (FA2-style), matmul (tensor-core
+GEMM for fp16/bf16, SIMT GEMM for float32), rmsnorm, softmax, softmax over a middle axis, swiglu.
 
 `for_op(name)` returns the module with `supports(problem)`, `space(problem, arch)` and
 `plan(problem, config, arch) -> Plan`.
@@ -9,10 +9,10 @@ from __future__ import annotations
 from types import ModuleType
 
 from forge.errors import ForgeInputError
-from forge.generators.cuda import attention, gemm, rows, softmax_axis, swiglu
+from forge.generators.cuda import attention, matmul, rows, softmax_axis, swiglu
 from forge.generators.cuda.plan import Buffer, Launch, Plan
 
-MODULES: dict[str, ModuleType] = {"attention": attention, "matmul": gemm, "rmsnorm": rows, "softmax": rows,
+MODULES: dict[str, ModuleType] = {"attention": attention, "matmul": matmul, "rmsnorm": rows, "softmax": rows,
                                   "softmax_axis": softmax_axis, "swiglu": swiglu}
 
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
-                                        config_header, load_space_values, render)
+                                        config_header, load_space_values, render, split_k_rule, tile_rule)
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -15,7 +15,7 @@ REG_OVERHEAD = 48
 
 def supports(p: Problem) -> str | None:
     if p.dtype not in ("float16", "bfloat16"):
-        return f"CUDA matmul uses fp16/bf16 tensor cores; dtype {p.dtype} is not generated"
+        return f"the tensor-core GEMM takes fp16/bf16 inputs; {p.dtype} takes the SIMT GEMM (sgemm)"
     return None
 
 
@@ -46,26 +46,16 @@ def tiles(c, p: Problem):
     return -(-p.shape["M"] // c["block_m"]) * -(-p.shape["N"] // c["block_n"])
 
 
-def _fit(n: int) -> int:
-    """Smallest power of two >= n (at least 64): larger blocks than this only compute padding."""
-    v = 64
-    while v < n:
-        v *= 2
-    return v
-
-
 def space(p: Problem, arch) -> Space:
     lim = arch.limits
     vals = load_space_values("gemm")
     params = [choice(k, v, ordered=True) for k, v in vals.items()]
-    k_tiles = lambda c: -(-p.shape["K"] // c["block_k"])  # noqa: E731
     cons = [
         Constraint("warps", lambda c: (c["warp_m"] <= c["block_m"]) & (c["warp_n"] <= c["block_n"]),
                    lambda c: "warp tile larger than the block tile"),
         limit("threads", threads, min(lim.max_threads_per_block, 512), "threads",
               lambda c: "(block_m/warp_m) x (block_n/warp_n) x 32"),
-        Constraint("tile", lambda c: (c["block_m"] <= _fit(p.shape["M"])) & (c["block_n"] <= _fit(p.shape["N"])),
-                   lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output"),
+        tile_rule(p, 64),
         limit("smem", lambda c: smem_bytes(c, p), lim.smem_per_block_optin, "B",
               lambda c: f"stages {c['stages']} x {ELT[p.dtype]} B x (A {c['block_m']}x{c['block_k']} + B tile), padded rows"),
         limit("regs", acc_regs, lim.max_regs_per_thread, "regs", lambda c: "fp32 accumulators warp_m x warp_n / 32"),
@@ -73,9 +63,7 @@ def space(p: Problem, arch) -> Space:
               lim.smem_per_sm, "B", lambda c: f"min_blocks={c['min_blocks']} x smem per block"),
         limit("occupancy", lambda c: c["min_blocks"] * threads(c) * (acc_regs(c) + REG_OVERHEAD), lim.regs_per_sm,
               "regs", lambda c: f"min_blocks={c['min_blocks']} x threads x estimated regs"),
-        Constraint("split_k", lambda c: (c["split_k"] == 1) | ((tiles(c, p) < arch.sms) & (c["split_k"] * 4 <= k_tiles(c))),
-                   lambda c: f"split_k={c['split_k']}: {tiles(c, p)} output tiles already cover {arch.sms} SMs "
-                             f"or K has too few tiles"),
+        split_k_rule(p, arch, tiles),
         Constraint("group_m", lambda c: (c["group_m"] == 1) | (-(-p.shape["M"] // c["block_m"]) > 1),
                    lambda c: "grouped rasterisation needs more than one row of tiles"),
     ]
