@@ -3,8 +3,9 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
-                                        config_header, load_space_values, render, split_k_rule, tile_rule)
+from forge.generators.cuda.gemm_common import gemm_consts, gemm_io, padded_flops, split_k_rule, tile_rule
+from forge.generators.cuda.plan import (ELT, SMEM_PAD, Plan, cdiv, common_header, config_header, load_space_values,
+                                        render)
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -74,9 +75,8 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     s = p.shape
     op = Matmul()
     tb = bool(p.attrs.get("transpose_b"))
-    consts = {"M": s["M"], "N": s["N"], "K": s["K"], "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
-              "BLOCK_K": c["block_k"], "WARP_M": c["warp_m"], "WARP_N": c["warp_n"], "STAGES": c["stages"],
-              "SPLIT_K": c["split_k"], "GROUP_M": c["group_m"], "MIN_BLOCKS": c["min_blocks"], "SMEM_PAD": SMEM_PAD}
+    consts = {**gemm_consts(p, c), "WARP_M": c["warp_m"], "WARP_N": c["warp_n"], "STAGES": c["stages"],
+              "GROUP_M": c["group_m"], "SMEM_PAD": SMEM_PAD}
     a_vec, b_vec = operand_vec(p)
     consts.update(A_VEC=a_vec, B_VEC=b_vec)
     files = {
@@ -86,28 +86,16 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
         "forge_cuda.cuh": common_header(),
     }
     elt = ELT[p.dtype]
-    buffers = [Buffer(t.name, "in", s["M"] * s["K"] * elt if t.name == "a" else s["K"] * s["N"] * elt)
-               for t in op.inputs(p)]
-    buffers.append(Buffer("c", "out", s["M"] * s["N"] * elt))
     n_tiles = int(tiles(c, p))
-    grid = (n_tiles, 1, c["split_k"])
     smem = int(smem_bytes(c, p))
-    if c["split_k"] > 1:
-        buffers.append(Buffer("workspace", "scratch", c["split_k"] * s["M"] * s["N"] * 4))
-        launches = [Launch("forge_gemm", grid, (threads(c), 1, 1), smem, ["buf:a", "buf:b", "null", "buf:workspace"]),
-                    Launch("forge_gemm_reduce", (cdiv(s["M"] * s["N"], 256), 1, 1), (256, 1, 1), 0,
-                           ["buf:workspace", "buf:c"])]
-    else:
-        launches = [Launch("forge_gemm", grid, (threads(c), 1, 1), smem, ["buf:a", "buf:b", "buf:c", "null"])]
-    padded = cdiv(s["M"], c["block_m"]) * c["block_m"] * cdiv(s["N"], c["block_n"]) * c["block_n"]
-    kpad = cdiv(s["K"], c["block_k"]) * c["block_k"]
+    buffers, launches = gemm_io(p, c, "forge_gemm", n_tiles, int(threads(c)), smem)
     # DRAM traffic: A is re-read once per column of tiles and B once per row of tiles unless L2 holds
     # them; grouped rasterisation keeps GROUP_M rows of tiles' B in L2 (an estimate).
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
     reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * elt else 1.0
     ws = 2 * c["split_k"] * s["M"] * s["N"] * 4 if c["split_k"] > 1 else 0
     est = {"threads": int(threads(c)), "smem": smem, "est_regs": int(acc_regs(c)) + REG_OVERHEAD,
-           "grid_blocks": n_tiles * c["split_k"], "flops_executed": 2.0 * padded * kpad,
+           "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
            "bytes_moved": op.min_bytes(p) * reread + ws, "tensor_core": True,
            # element-wise copies are synchronous: loads no longer overlap the math
            "pipelined": a_vec > 1 and b_vec > 1,

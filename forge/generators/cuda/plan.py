@@ -107,32 +107,6 @@ def vec_constraints(length: int, dtype: str, what: str) -> list[Constraint]:
     ]
 
 
-def fit_pow2(n: int, least: int) -> int:
-    """Smallest power of two >= n (at least `least`): larger output blocks than this only compute padding."""
-    v = least
-    while v < n:
-        v *= 2
-    return v
-
-
-def tile_rule(p, least: int) -> Constraint:
-    """A GEMM's block tile no larger than the output it covers, rounded up to a power of two."""
-    m, n = fit_pow2(p.shape["M"], least), fit_pow2(p.shape["N"], least)
-    return Constraint("tile", lambda c: (c["block_m"] <= m) & (c["block_n"] <= n),
-                      lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output")
-
-
-def split_k_rule(p, arch, tiles) -> Constraint:
-    """Split-K only where the output tiles do not fill the SMs (cuda.md §4.6: a skinny GEMM has
-    1-4 tiles on 132 SMs) and every split keeps at least 4 k-tiles of work."""
-    def k_tiles(c):
-        return -(-p.shape["K"] // c["block_k"])
-
-    return Constraint("split_k", lambda c: (c["split_k"] == 1) | ((tiles(c, p) < arch.sms) & (c["split_k"] * 4 <= k_tiles(c))),
-                      lambda c: f"split_k={c['split_k']}: {tiles(c, p)} output tiles already cover {arch.sms} SMs "
-                                f"or K has too few tiles")
-
-
 def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 

@@ -10,8 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        load_space_values, render, split_k_rule, tile_rule)
+from forge.generators.cuda.gemm_common import gemm_consts, gemm_io, padded_flops, split_k_rule, tile_rule
+from forge.generators.cuda.plan import ELT, Plan, cdiv, common_header, config_header, load_space_values, render
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -64,35 +64,21 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     s = p.shape
     op = Matmul()
     tb = bool(p.attrs.get("transpose_b"))
-    consts = {"M": s["M"], "N": s["N"], "K": s["K"], "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
-              "BLOCK_K": c["block_k"], "THREAD_M": c["thread_m"], "THREAD_N": c["thread_n"],
-              "SPLIT_K": c["split_k"], "MIN_BLOCKS": c["min_blocks"]}
+    consts = {**gemm_consts(p, c), "THREAD_M": c["thread_m"], "THREAD_N": c["thread_n"]}
     files = {
         "kernel.cu": render("sgemm.cu.j2", problem=p.short(), config_line=config_text(c), transpose_b=tb,
                             split_k=c["split_k"]),
         "forge_config.h": config_header(f"{p.short()} | {config_text(c)}", p.dtype, consts),
         "forge_cuda.cuh": common_header(),
     }
-    buffers = [Buffer(t.name, "in", s["M"] * s["K"] * F32 if t.name == "a" else s["K"] * s["N"] * F32)
-               for t in op.inputs(p)]
-    buffers.append(Buffer("c", "out", s["M"] * s["N"] * F32))
     n_tiles = int(tiles(c, p))
-    grid = (n_tiles, 1, c["split_k"])
-    if c["split_k"] > 1:
-        buffers.append(Buffer("workspace", "scratch", c["split_k"] * s["M"] * s["N"] * F32))
-        launches = [Launch("forge_sgemm", grid, (threads(c), 1, 1), 0, ["buf:a", "buf:b", "null", "buf:workspace"]),
-                    Launch("forge_sgemm_reduce", (cdiv(s["M"] * s["N"], 256), 1, 1), (256, 1, 1), 0,
-                           ["buf:workspace", "buf:c"])]
-    else:
-        launches = [Launch("forge_sgemm", grid, (threads(c), 1, 1), 0, ["buf:a", "buf:b", "buf:c", "null"])]
-    padded = cdiv(s["M"], c["block_m"]) * c["block_m"] * cdiv(s["N"], c["block_n"]) * c["block_n"]
-    kpad = cdiv(s["K"], c["block_k"]) * c["block_k"]
+    buffers, launches = gemm_io(p, c, "forge_sgemm", n_tiles, int(threads(c)), 0)
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
     # A is re-read once per column of tiles and B once per row of tiles unless L2 holds them
     reread = max(1.0, min(tm, tn) / 4) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * F32 else 1.0
     ws = 2 * c["split_k"] * s["M"] * s["N"] * F32 if c["split_k"] > 1 else 0
     est = {"threads": int(threads(c)), "smem": int(smem_bytes(c)), "est_regs": int(regs(c)),
-           "grid_blocks": n_tiles * c["split_k"], "flops_executed": 2.0 * padded * kpad,
+           "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
            "bytes_moved": op.min_bytes(p) * reread + ws, "tensor_core": False,
            # loads are synchronous (registers -> shared memory, then a barrier): no overlap with the math
            "pipelined": False, "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),

@@ -1,0 +1,67 @@
+"""What the two CUDA GEMMs (tensor-core gemm.py, SIMT sgemm.py) share: the rules on their tiles
+and split-K, the shape constants, and the buffers and launches of a tiled GEMM with optional
+split-K reduction."""
+from __future__ import annotations
+
+from typing import Any
+
+from forge.generators.cuda.plan import ELT, Buffer, Launch, cdiv
+from forge.problem import Problem
+from forge.space import Constraint
+
+REDUCE_THREADS = 256   # threads per block of the split-K reduction kernel
+
+
+def fit_pow2(n: int, least: int) -> int:
+    """Smallest power of two >= n (at least `least`): larger output blocks than this only compute padding."""
+    v = least
+    while v < n:
+        v *= 2
+    return v
+
+
+def tile_rule(p, least: int) -> Constraint:
+    """A GEMM's block tile no larger than the output it covers, rounded up to a power of two."""
+    m, n = fit_pow2(p.shape["M"], least), fit_pow2(p.shape["N"], least)
+    return Constraint("tile", lambda c: (c["block_m"] <= m) & (c["block_n"] <= n),
+                      lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output")
+
+
+def split_k_rule(p, arch, tiles) -> Constraint:
+    """Split-K only where the output tiles do not fill the SMs (cuda.md §4.6: a skinny GEMM has
+    1-4 tiles on 132 SMs) and every split keeps at least 4 k-tiles of work."""
+    def k_tiles(c):
+        return -(-p.shape["K"] // c["block_k"])
+
+    return Constraint("split_k", lambda c: (c["split_k"] == 1) | ((tiles(c, p) < arch.sms) & (c["split_k"] * 4 <= k_tiles(c))),
+                      lambda c: f"split_k={c['split_k']}: {tiles(c, p)} output tiles already cover {arch.sms} SMs "
+                                f"or K has too few tiles")
+
+
+def gemm_consts(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """forge_config.h constants both GEMM templates read."""
+    s = p.shape
+    return {"M": s["M"], "N": s["N"], "K": s["K"], "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
+            "BLOCK_K": c["block_k"], "SPLIT_K": c["split_k"], "MIN_BLOCKS": c["min_blocks"]}
+
+
+def gemm_io(p: Problem, c: dict[str, Any], kernel: str, n_tiles: int, threads: int,
+            smem: int) -> tuple[list[Buffer], list[Launch]]:
+    """A, B and C, and with split-K an fp32 workspace of SPLIT_K partial C's summed by `kernel`_reduce."""
+    s, elt = p.shape, ELT[p.dtype]
+    buffers = [Buffer("a", "in", s["M"] * s["K"] * elt), Buffer("b", "in", s["K"] * s["N"] * elt),
+               Buffer("c", "out", s["M"] * s["N"] * elt)]
+    grid = (n_tiles, 1, c["split_k"])
+    if c["split_k"] == 1:
+        return buffers, [Launch(kernel, grid, (threads, 1, 1), smem, ["buf:a", "buf:b", "buf:c", "null"])]
+    buffers.append(Buffer("workspace", "scratch", c["split_k"] * s["M"] * s["N"] * ELT["float32"]))
+    return buffers, [Launch(kernel, grid, (threads, 1, 1), smem, ["buf:a", "buf:b", "null", "buf:workspace"]),
+                     Launch(f"{kernel}_reduce", (cdiv(s["M"] * s["N"], REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1),
+                            0, ["buf:workspace", "buf:c"])]
+
+
+def padded_flops(p: Problem, c: dict[str, Any]) -> float:
+    """FLOPs the tiles execute, padding included."""
+    s = p.shape
+    return 2.0 * cdiv(s["M"], c["block_m"]) * c["block_m"] * cdiv(s["N"], c["block_n"]) * c["block_n"] * \
+        cdiv(s["K"], c["block_k"]) * c["block_k"]
