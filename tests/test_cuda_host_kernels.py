@@ -98,3 +98,36 @@ def test_tiled_kernel_run_on_the_host_matches_the_reference(op, shape, dtype, at
     inputs = get_op(op).make_inputs(p, seed=2)
     m = get_op(op).check(p, inputs, run_on_host(plan, inputs, dtype, tmp_path))
     assert m.ok and m.checked > 0, (cfg, m)
+
+
+# Shapes with ragged tails where every value of every knob has a valid config.
+EVERY_VALUE = [
+    ("rmsnorm", dict(M=9, N=2056), "float32", {"residual": True}),
+    ("softmax", dict(M=9, N=2056), "float32", {}),
+    ("swiglu", dict(M=5, N=1000), "bfloat16", {}),
+    ("swiglu", dict(M=5, N=501), "float16", {}),                  # odd N: one element per access
+    ("softmax_axis", dict(B=2, K=70, I=304), "float16", {}),
+    ("softmax_axis", dict(B=2, K=70, I=301), "bfloat16", {}),     # odd I: one element per access
+    ("matmul", dict(M=130, N=136, K=300), "float16", {}),
+    ("matmul", dict(M=70, N=70, K=1030), "float32", {"transpose_b": True}),    # every split-K
+    ("attention", dict(B=1, Hq=2, Hkv=1, Sq=70, Skv=300, D=64), "bfloat16", {"causal": True}),
+]
+
+
+@pytest.mark.slow   # about 50 host builds and runs: a minute on 2 cores
+@pytest.mark.parametrize("op, shape, dtype, attrs", EVERY_VALUE)
+def test_every_value_of_every_cuda_knob_runs_correctly_on_the_host(op, shape, dtype, attrs, tmp_path):
+    """A few configs that together take every value of every knob valid at this shape (greedy
+    cover of the valid space), each run on the host and checked against the reference."""
+    from cuda_host.run import covering_configs
+
+    be = get_backend("h100", measure="model")
+    p = get_op(op).problem(shape, dtype, attrs)
+    configs = covering_configs(be.space(p).enumerate().configs())
+    inputs = get_op(op).make_inputs(p, seed=3)
+    failures = []
+    for i, cfg in enumerate(configs):
+        m = get_op(op).check(p, inputs, run_on_host(be.plan(Variant(p, "h100", cfg)), inputs, dtype, tmp_path / str(i)))
+        if not (m.ok and m.checked > 0):
+            failures.append((cfg, m))
+    assert not failures, failures

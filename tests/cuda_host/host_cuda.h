@@ -49,15 +49,23 @@ inline __nv_bfloat162 __floats2bfloat162_rn(float lo, float hi) { return {__floa
 inline float host_f32(__half h) { return __half2float(h); }
 inline float host_f32(__nv_bfloat16 h) { return __bfloat162float(h); }
 
-// ---- warp shuffle through the block ----------------------------------------------------------------
+// ---- warp exchange through the block ------------------------------------------------------------------
+// Each exchange writes one of two buffers, alternating, so one barrier suffices: a thread that
+// writes the other buffer next has passed this barrier, which every reader of this one reached
+// only after reading.
+inline int host_flip() {
+  static thread_local int parity = 0;
+  parity ^= 1;
+  return parity;
+}
+
 inline float __shfl_xor_sync(unsigned, float v, int o) {
-  static float lanes[1024];
+  static float lanes[2][1024];
   const unsigned t = threadIdx.x;
-  lanes[t] = v;
+  const int b = host_flip();
+  lanes[b][t] = v;
   _Pragma("omp barrier")
-  const float other = lanes[t ^ (unsigned)o];
-  _Pragma("omp barrier")
-  return other;
+  return lanes[b][t ^ (unsigned)o];
 }
 
 namespace forge {
@@ -72,25 +80,23 @@ template <typename T> inline float host_half(uint32_t r, unsigned e) {
   return host_f32(h);
 }
 template <typename T> inline void mma16816(float c[4], const uint32_t a[4], const uint32_t b[2]) {
-  static uint32_t la[1024][4], lb[1024][2];
+  static uint32_t la[2][1024][4], lb[2][1024][2];
   const unsigned tid = threadIdx.x, w0 = tid & ~31u, lane = tid & 31u, g = lane >> 2, t = lane & 3u;
-  for (int i = 0; i < 4; ++i) la[tid][i] = a[i];
-  for (int i = 0; i < 2; ++i) lb[tid][i] = b[i];
+  const int buf = host_flip();
+  for (int i = 0; i < 4; ++i) la[buf][tid][i] = a[i];
+  for (int i = 0; i < 2; ++i) lb[buf][tid][i] = b[i];
   _Pragma("omp barrier")
   // A(r, k): lane (r % 8) * 4 + (k % 8) / 2, register (r >= 8) + 2 (k >= 8), half k % 2
   // B(k, n): lane n * 4 + (k % 8) / 2, register (k >= 8), half k % 2
   auto A = [&](unsigned r, unsigned k) {
-    return host_half<T>(la[w0 + (r % 8) * 4 + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k % 2);
+    return host_half<T>(la[buf][w0 + (r % 8) * 4 + (k % 8) / 2][(r >= 8) + 2 * (k >= 8)], k % 2);
   };
-  auto B = [&](unsigned k, unsigned n) { return host_half<T>(lb[w0 + n * 4 + (k % 8) / 2][k >= 8], k % 2); };
-  float d[4] = {c[0], c[1], c[2], c[3]};
+  auto B = [&](unsigned k, unsigned n) { return host_half<T>(lb[buf][w0 + n * 4 + (k % 8) / 2][k >= 8], k % 2); };
   for (unsigned k = 0; k < 16; ++k) {   // C: c[0..1] = (g, 2t..2t+1), c[2..3] = (g+8, 2t..2t+1)
-    d[0] += A(g, k) * B(k, 2 * t);
-    d[1] += A(g, k) * B(k, 2 * t + 1);
-    d[2] += A(g + 8, k) * B(k, 2 * t);
-    d[3] += A(g + 8, k) * B(k, 2 * t + 1);
+    c[0] += A(g, k) * B(k, 2 * t);
+    c[1] += A(g, k) * B(k, 2 * t + 1);
+    c[2] += A(g + 8, k) * B(k, 2 * t);
+    c[3] += A(g + 8, k) * B(k, 2 * t + 1);
   }
-  _Pragma("omp barrier")
-  for (int i = 0; i < 4; ++i) c[i] = d[i];
 }
 }  // namespace forge

@@ -128,3 +128,15 @@ def run_on_host(plan: Plan, inputs: dict[str, np.ndarray], dtype: str, work: Pat
                        timeout=300)
     assert r.returncode == 0, f"host run failed ({r.returncode}): {r.stderr[-2000:]}"
     return _from_bytes((work / "result.bin").read_bytes(), dtype)
+
+
+def covering_configs(configs: list[dict]) -> list[dict]:
+    """Few valid configs that together hold every value every parameter takes in `configs`:
+    greedily the one holding the most values not yet held (first in order on ties)."""
+    want = {(k, v) for c in configs for k, v in c.items()}
+    picked: list[dict] = []
+    while want:
+        best = max(configs, key=lambda c: len(want & set(c.items())))
+        picked.append(best)
+        want -= set(best.items())
+    return picked
