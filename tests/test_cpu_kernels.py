@@ -57,6 +57,13 @@ def test_matmul_configs_correct(backend, cache_dir, m, n, k, tb, index):
     _build_and_run(backend, cache_dir, get_op("matmul").problem(dict(M=m, N=n, K=k), "float32", {"transpose_b": tb}), index)
 
 
+@SETTINGS
+@given(st.integers(1, 9), st.integers(1, 2100), st.integers(0, 10 ** 6))
+def test_swiglu_configs_correct(backend, cache_dir, m, n, index):
+    """Column chunks of a row (several per row once N > 1024), whole vectors and the tail."""
+    _build_and_run(backend, cache_dir, get_op("swiglu").problem(dict(M=m, N=n)), index)
+
+
 def test_causal_rows_without_keys_are_zero(backend, cache_dir):
     """Sq > Skv, bottom-right causal: the first Sq - Skv query rows see no key; output is zero."""
     p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=8, D=16), "float32", {"causal": True})
@@ -72,6 +79,7 @@ def test_causal_rows_without_keys_are_zero(backend, cache_dir):
     ("softmax", dict(M=9, N=70), {}),
     ("softmax_axis", dict(B=2, K=9, I=70), {}),
     ("matmul", dict(M=9, N=70, K=33), {"transpose_b": True}),
+    ("swiglu", dict(M=9, N=70), {}),
 ])
 def test_unfused_baseline_correct(backend, cache_dir, op, shape, attrs, monkeypatch):
     monkeypatch.setattr("forge.backends.cpu.backend.measure_vendor", lambda *a, **k: None)

@@ -25,6 +25,7 @@ LABELS = {
     "softmax": "torch.softmax",
     "softmax_axis": "torch.softmax(x, dim=1)",
     "matmul": "torch.matmul",
+    "swiglu": "torch silu(a) * b (torch has no fused SwiGLU)",
 }
 
 
@@ -95,6 +96,9 @@ def _torch_call(problem: Problem, t: dict[str, Any]):  # noqa: ANN202 - returns 
         return lambda: torch.softmax(t["x"], -1)
     if p.op == "softmax_axis":
         return lambda: torch.softmax(t["x"], 1)
+    if p.op == "swiglu":
+        a, b = t["x"].chunk(2, -1)
+        return lambda: F.silu(a) * b
     b = t["b"].T if a.get("transpose_b") else t["b"]
     return lambda: torch.matmul(t["a"], b)
 

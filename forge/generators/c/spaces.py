@@ -127,30 +127,41 @@ def attention_space(p: Problem, target: Target) -> Space:
     return Space(params, rules)
 
 
-def _row_space(p: Problem, target: Target, op: str, extra: list[Param]) -> Space:
+def _vector_step_rule(n: int, vecs: list[int]) -> Constraint:
+    """vec x unroll floats per loop step, no more than the row padded to whole vectors."""
+    return limit("vector step<=padded N", lambda c: c["vec"] * c["unroll"], roundup(n, min(vecs)),
+                 parts=lambda c: f"vec={c['vec']} x unroll={c['unroll']}, N={n}")
+
+
+def _vector_space(p: Problem, target: Target, op: str, task: tuple[str, str, str],
+                  extra: list[Param] | None = None) -> Space:
+    """A streaming kernel: work items of `task` = (parameter, the dimension it blocks, its doc),
+    SIMD width and unroll; the row (N) is walked in vec x unroll steps."""
     d = space_data()
     o = d[op]
-    params = extra + [_ordered("rows_per_task", o["rows_per_task"], "rows per OpenMP work item"),
-                      _ordered("vec", o["vec"], "floats per SIMD vector"),
-                      _ordered("unroll", o["unroll"], "independent vector accumulators")]
+    name, dim, doc = task
+    params = (extra or []) + [_ordered(name, o[name], doc), _ordered("vec", o["vec"], "floats per SIMD vector"),
+                              _ordered("unroll", o["unroll"], "vectors per loop step (independent accumulators)")]
     params += _common_params(d)
     rules = [
-        _block_rule("rows_per_task", "M", p.shape["M"], min(o["rows_per_task"])),
-        limit("vector step<=padded N", lambda c: c["vec"] * c["unroll"], roundup(p.shape["N"], min(o["vec"])),
-              parts=lambda c: f"vec={c['vec']} x unroll={c['unroll']}, N={p.shape['N']}"),
+        _block_rule(name, dim, p.shape[dim], min(o[name])),
+        _vector_step_rule(p.shape["N"], o["vec"]),
         _threads_rule(target),
     ]
     return Space(params, rules)
 
 
+ROWS_TASK = ("rows_per_task", "M", "rows per OpenMP work item")
+
+
 def rmsnorm_space(p: Problem, target: Target) -> Space:
-    return _row_space(p, target, "rmsnorm", [])
+    return _vector_space(p, target, "rmsnorm", ROWS_TASK)
 
 
 def softmax_space(p: Problem, target: Target) -> Space:
     algos = space_data()["softmax"]["algo"]
-    return _row_space(p, target, "softmax",
-                      [choice("algo", algos, doc="online: running max+sum in one read; twopass: max, then exp+sum")])
+    return _vector_space(p, target, "softmax", ROWS_TASK,
+                         [choice("algo", algos, doc="online: running max+sum in one read; twopass: max, then exp+sum")])
 
 
 def softmax_axis_space(p: Problem, target: Target) -> Space:
@@ -165,6 +176,10 @@ def softmax_axis_space(p: Problem, target: Target) -> Space:
         _threads_rule(target),
     ]
     return Space(params, rules)
+
+
+def swiglu_space(p: Problem, target: Target) -> Space:
+    return _vector_space(p, target, "swiglu", ("cols_per_task", "N", "columns of y per OpenMP work item"))
 
 
 def matmul_scratch_floats(c: Any) -> dict[str, Any]:
@@ -197,7 +212,7 @@ def matmul_space(p: Problem, target: Target) -> Space:
 
 SPACES: dict[str, Callable[[Problem, Target], Space]] = {
     "attention": attention_space, "rmsnorm": rmsnorm_space, "softmax": softmax_space,
-    "softmax_axis": softmax_axis_space, "matmul": matmul_space,
+    "softmax_axis": softmax_axis_space, "matmul": matmul_space, "swiglu": swiglu_space,
 }
 
 
