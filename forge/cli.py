@@ -204,16 +204,21 @@ def report(
 
 @app.command()
 def ops() -> None:
-    """List the operators with their dimensions and attributes."""
+    """List the operators with their dimensions, attributes and the target kinds that generate them."""
+    from forge.generators.ascendc.base import PLANS
+    from forge.generators.c.spaces import SPACES
+    from forge.generators.cuda import MODULES
     from forge.ops import OPS
 
+    generators = {"cpu": SPACES, "cuda": MODULES, "ascend": PLANS}
     table = Table()
-    for col in ("op", "dimensions", "default shape", "attributes", "description"):
+    for col in ("op", "dimensions", "default shape", "attributes", "targets", "description"):
         table.add_column(col)
     for op in OPS.values():
         attrs = ", ".join(f"{k}={v}" for k, v in op.attr_defaults.items())
         default = ",".join(f"{k}={v}" for k, v in op.default_shape.items())
-        table.add_row(op.name, ", ".join(op.dims), default, attrs, op.description)
+        kinds = ", ".join(kind for kind, ops_there in generators.items() if op.name in ops_there)
+        table.add_row(op.name, ", ".join(op.dims), default, attrs, kinds, op.description)
     out.print(table)
 
 

@@ -96,8 +96,10 @@ def test_cli_errors_exit_2_and_name_the_field(args, needle):
 
 
 def test_ops_and_targets_list():
-    r = CliRunner().invoke(app, ["ops"])
+    r = CliRunner().invoke(app, ["ops"], terminal_width=200)
     assert r.exit_code == 0 and "attention" in r.output and "rmsnorm" in r.output
+    swiglu = next(line for line in r.output.splitlines() if "swiglu" in line)
+    assert "cpu, cuda, ascend" in swiglu
     r = CliRunner().invoke(app, ["targets"])
     assert r.exit_code == 0 and "cpu" in r.output
 
