@@ -1,5 +1,6 @@
 """Vendor baselines on a GPU node: torch eager (the unfused ops) and the fused torch kernel
-(SDPA, matmul, rms_norm, softmax; for swiglu, which torch does not fuse, its silu kernel and a mul), timed with the harness protocol (L2 flush, CUDA events).
+(SDPA, matmul, rms_norm, softmax; for swiglu, which torch does not fuse, its silu kernel and a
+mul), timed with the harness protocol (L2 flush, CUDA events).
 Runs in a subprocess so a missing or broken torch never takes the tuner down."""
 from __future__ import annotations
 

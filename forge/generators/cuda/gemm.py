@@ -3,7 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.gemm_common import gemm_consts, gemm_io, padded_flops, split_k_rule, tile_rule
+from forge.generators.cuda.gemm_common import (gemm_consts, gemm_io, padded_flops, split_k_bytes, split_k_rule,
+                                               tile_rule, tiles)
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Plan, cdiv, common_header, config_header, load_space_values,
                                         render)
 from forge.ops.matmul import Matmul
@@ -43,10 +44,6 @@ def acc_regs(c):
     return c["warp_m"] * c["warp_n"] // 32
 
 
-def tiles(c, p: Problem):
-    return -(-p.shape["M"] // c["block_m"]) * -(-p.shape["N"] // c["block_n"])
-
-
 def space(p: Problem, arch) -> Space:
     lim = arch.limits
     vals = load_space_values("gemm")
@@ -64,7 +61,7 @@ def space(p: Problem, arch) -> Space:
               lim.smem_per_sm, "B", lambda c: f"min_blocks={c['min_blocks']} x smem per block"),
         limit("occupancy", lambda c: c["min_blocks"] * threads(c) * (acc_regs(c) + REG_OVERHEAD), lim.regs_per_sm,
               "regs", lambda c: f"min_blocks={c['min_blocks']} x threads x estimated regs"),
-        split_k_rule(p, arch, tiles),
+        split_k_rule(p, arch),
         Constraint("group_m", lambda c: (c["group_m"] == 1) | (-(-p.shape["M"] // c["block_m"]) > 1),
                    lambda c: "grouped rasterisation needs more than one row of tiles"),
     ]
@@ -93,10 +90,9 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     # them; grouped rasterisation keeps GROUP_M rows of tiles' B in L2 (an estimate).
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
     reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * elt else 1.0
-    ws = 2 * c["split_k"] * s["M"] * s["N"] * 4 if c["split_k"] > 1 else 0
     est = {"threads": int(threads(c)), "smem": smem, "est_regs": int(acc_regs(c)) + REG_OVERHEAD,
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) * reread + ws, "tensor_core": True,
+           "bytes_moved": op.min_bytes(p) * reread + split_k_bytes(p, c), "tensor_core": True,
            # element-wise copies are synchronous: loads no longer overlap the math
            "pipelined": a_vec > 1 and b_vec > 1,
            "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),

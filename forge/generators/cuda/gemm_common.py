@@ -27,7 +27,12 @@ def tile_rule(p, least: int) -> Constraint:
                       lambda c: f"block {c['block_m']}x{c['block_n']} much larger than the {p.shape['M']}x{p.shape['N']} output")
 
 
-def split_k_rule(p, arch, tiles) -> Constraint:
+def tiles(c, p: Problem):
+    """Output tiles of a config (block_m x block_n blocks covering M x N)."""
+    return -(-p.shape["M"] // c["block_m"]) * -(-p.shape["N"] // c["block_n"])
+
+
+def split_k_rule(p, arch) -> Constraint:
     """Split-K only where the output tiles do not fill the SMs (cuda.md §4.6: a skinny GEMM has
     1-4 tiles on 132 SMs) and every split keeps at least 4 k-tiles of work."""
     def k_tiles(c):
@@ -58,6 +63,11 @@ def gemm_io(p: Problem, c: dict[str, Any], kernel: str, n_tiles: int, threads: i
     return buffers, [Launch(kernel, grid, (threads, 1, 1), smem, ["buf:a", "buf:b", "null", "buf:workspace"]),
                      Launch(f"{kernel}_reduce", (cdiv(s["M"] * s["N"], REDUCE_THREADS), 1, 1), (REDUCE_THREADS, 1, 1),
                             0, ["buf:workspace", "buf:c"])]
+
+
+def split_k_bytes(p: Problem, c: dict[str, Any]) -> float:
+    """DRAM traffic of the fp32 partials: written by the GEMM, read by the reduction (0 without split-K)."""
+    return 2 * c["split_k"] * p.shape["M"] * p.shape["N"] * ELT["float32"] if c["split_k"] > 1 else 0
 
 
 def padded_flops(p: Problem, c: dict[str, Any]) -> float:

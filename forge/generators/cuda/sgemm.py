@@ -10,7 +10,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.gemm_common import gemm_consts, gemm_io, padded_flops, split_k_rule, tile_rule
+from forge.generators.cuda.gemm_common import (gemm_consts, gemm_io, padded_flops, split_k_bytes, split_k_rule,
+                                               tile_rule, tiles)
 from forge.generators.cuda.plan import ELT, Plan, cdiv, common_header, config_header, load_space_values, render
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
@@ -34,10 +35,6 @@ def regs(c):
     return c["thread_m"] * c["thread_n"] + c["thread_m"] + c["thread_n"] + REG_OVERHEAD
 
 
-def tiles(c, p: Problem):
-    return -(-p.shape["M"] // c["block_m"]) * -(-p.shape["N"] // c["block_n"])
-
-
 def supports(p: Problem) -> str | None:
     return None if p.dtype == "float32" else f"the SIMT GEMM is for float32; {p.dtype} takes the tensor-core GEMM"
 
@@ -55,7 +52,7 @@ def space(p: Problem, arch) -> Space:
               lambda c: "thread_m x thread_n accumulators + a column of A + a row of B + overhead"),
         limit("occupancy", lambda c: c["min_blocks"] * threads(c) * regs(c), lim.regs_per_sm, "regs",
               lambda c: f"min_blocks={c['min_blocks']} x threads x estimated regs"),
-        split_k_rule(p, arch, tiles),
+        split_k_rule(p, arch),
     ]
     return Space(params, cons)
 
@@ -76,10 +73,9 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
     # A is re-read once per column of tiles and B once per row of tiles unless L2 holds them
     reread = max(1.0, min(tm, tn) / 4) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * F32 else 1.0
-    ws = 2 * c["split_k"] * s["M"] * s["N"] * F32 if c["split_k"] > 1 else 0
     est = {"threads": int(threads(c)), "smem": int(smem_bytes(c)), "est_regs": int(regs(c)),
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) * reread + ws, "tensor_core": False,
+           "bytes_moved": op.min_bytes(p) * reread + split_k_bytes(p, c), "tensor_core": False,
            # loads are synchronous (registers -> shared memory, then a barrier): no overlap with the math
            "pipelined": False, "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),
            "smem_bytes_per_flop": (c["thread_m"] + c["thread_n"]) * F32 / (2.0 * c["thread_m"] * c["thread_n"])}
