@@ -150,24 +150,39 @@ def test_attention_cores_balanced_causal(hw):
     assert max(loads) <= sum(loads) / 24 + max(costs), loads
 
 
-@pytest.mark.parametrize("shape,dtype,cfgs", [
+@pytest.mark.parametrize("op,shape,dtype,cfgs", [
     # cann-bench softmax case 11: a narrow block read a few rows at a time
-    ({"B": 367, "K": 373, "I": 379}, "float32",
+    ("softmax_axis", {"B": 367, "K": 373, "I": 379}, "float32",
      (dict(cols=16, rows=8, buffer_num=2, cores=48), dict(cols=32, rows=4, buffer_num=1, cores=24),
       dict(cols=64, rows=2, buffer_num=2, cores=48))),
     # three column blocks per row of I, the last 8 columns wide: the prefixes (two units) hold only
     # full blocks while a third of the stream is narrow (charged as full, the model read 16-22 % slow)
-    ({"B": 96, "K": 4096, "I": 1032}, "float16",
+    ("softmax_axis", {"B": 96, "K": 4096, "I": 1032}, "float16",
      (dict(cols=512, rows=2, buffer_num=2, cores=48), dict(cols=512, rows=1, buffer_num=2, cores=48))),
+    # cann-bench rms_norm case 15: a million rows of two elements, a tile or two of them per step
+    ("rmsnorm", {"M": 1000003, "N": 2}, "bfloat16",
+     (dict(rows=1, reduce="row", buffer_num=2, cores=48), dict(rows=2, reduce="cross", buffer_num=2, cores=24))),
+    ("softmax", {"M": 100003, "N": 77}, "float32", (dict(rows=2, reduce="cross", buffer_num=2, cores=12),)),
+    # rows longer than UB, streamed in chunks (long_rows.py)
+    ("softmax", {"M": 4096, "N": 32000}, "float16", (dict(chunk=256, buffer_num=2, cores=48),)),
+    # swiglu: a million one-element rows; rows of four chunks, the last short, in ragged row blocks
+    ("swiglu", {"M": 1000003, "N": 1}, "bfloat16", (dict(chunk=256, rows=1, layout="slots", buffer_num=2, cores=48),)),
+    ("swiglu", {"M": 20001, "N": 1000}, "float16",
+     (dict(chunk=256, rows=1, layout="slots", buffer_num=2, cores=48),
+      dict(chunk=256, rows=1, layout="slots", buffer_num=1, cores=24))),
+    ("swiglu", {"M": 1000001, "N": 100}, "float16", (dict(chunk=256, rows=2, layout="slots", buffer_num=2, cores=48),)),
 ])
-def test_softmax_axis_long_streams_extrapolate_within_a_percent(hw, monkeypatch, shape, dtype, cfgs):
+def test_long_streams_extrapolate_within_a_tenth_of_a_percent(hw, monkeypatch, op, shape, dtype, cfgs):
     """A long stream of work units is tens of thousands of pipe steps per core; the model times
-    two prefixes of whole units and extrapolates, and lands within 1 % of simulating every step."""
+    two prefixes of whole units and extrapolates, and lands within 0.1 % of simulating every step
+    (and 10-18x faster: a million-row cann-bench case models in 0.02 s a config, not 0.3 s)."""
+    import sys
+
     import forge.generators.ascendc.base as base
-    import forge.generators.ascendc.softmax_axis as axis
     from forge.generators.ascendc.base import Plan
 
-    plan = get_plan(get_op("softmax_axis").problem(shape, dtype), hw)
+    plan = get_plan(get_op(op).problem(shape, dtype), hw)
+    module = sys.modules[type(plan).__module__]
     simulated: list[int] = []
     real = base.simulate
 
@@ -176,14 +191,15 @@ def test_softmax_axis_long_streams_extrapolate_within_a_percent(hw, monkeypatch,
         return real(pl, hw_, programs, active)
 
     for cfg in cfgs:
-        for module in (base, axis):
-            monkeypatch.setattr(module, "simulate", counting)
+        assert not plan.space().check(cfg), (cfg, plan.space().check(cfg))
+        for m in {base, module}:
+            monkeypatch.setattr(m, "simulate", counting, raising=False)
         fast = plan.model(cfg)
-        for module in (base, axis):
-            monkeypatch.setattr(module, "simulate", real)
+        for m in {base, module}:
+            monkeypatch.setattr(m, "simulate", real, raising=False)
         exact = Plan.model(plan, cfg)
         assert max(simulated) < exact.steps / 2, (cfg, simulated, exact.steps)   # prefixes, not the stream
-        assert fast.seconds == pytest.approx(exact.seconds, rel=0.01), cfg
+        assert fast.seconds == pytest.approx(exact.seconds, rel=0.001), cfg
         simulated.clear()
 
 

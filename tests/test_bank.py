@@ -127,7 +127,7 @@ def test_warm_start_measures_the_nearest_shapes_best_configs_first(bank, tmp_pat
     quiet = Console(file=open(os.devnull, "w"))
     kw = dict(op="softmax", trials=3, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0)
     tuner.tune(TuneSettings(**kw, shape={"M": 64, "N": 128}, out=tmp_path / "near"), console=quiet)
-    tuner.tune(TuneSettings(**kw, shape={"M": 4096, "N": 4096}, out=tmp_path / "far"), console=quiet)
+    tuner.tune(TuneSettings(**kw, shape={"M": 1024, "N": 1024}, out=tmp_path / "far"), console=quiet)
     near_best = bank_lookup(P, "cpu")[0]
     run = tuner.tune(TuneSettings(**kw, shape={"M": 64, "N": 256}, out=tmp_path / "new"), console=quiet)
     store = Store.for_run(run)

@@ -10,7 +10,6 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from forge.report import plots
 from forge.variant import config_text
 
 TEMPLATE = r"""<!doctype html>
@@ -90,6 +89,7 @@ def _shape(s: dict | None) -> str:
 
 
 def figures(board: dict[str, Any]) -> list[tuple[str, bytes]]:
+    from forge.report import plots      # matplotlib: a third of the CLI's start-up, so only when drawing
     from forge.targets import get_target
 
     target = get_target(board["target"])

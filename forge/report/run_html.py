@@ -5,7 +5,6 @@ import base64
 
 from jinja2 import Environment, select_autoescape
 
-from forge.report import plots
 from forge.report.leaderboard import Leaderboard
 from forge.report.progress import fmt_seconds
 from forge.variant import config_text
@@ -38,6 +37,8 @@ TEMPLATE = r"""<!doctype html>
 
 
 def leaderboard_html(lb: Leaderboard) -> str:
+    from forge.report import plots      # matplotlib only when drawing (CLI start-up)
+
     kind = lb.rows[0].time_kind if lb.rows else "measured"
     op = lb.info.get("problem", {}).get("op", "")
     png = plots.convergence_plot([{"convergence": lb.convergence, "source_name": op, "case_id": "",

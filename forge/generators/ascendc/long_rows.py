@@ -23,11 +23,9 @@ import numpy as np
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import ModelResult, Step
-from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
+from forge.generators.ascendc.base import SIM_STEPS, RowsPlan, cdiv, round_up
 from forge.generators.ascendc.rows import fp32_scratch
 from forge.space import Constraint, Param, choice, pow2
-
-SIM_STEPS = 20_000        # pipe steps simulated before extrapolating (Plan.model_prefixes)
 
 
 class LongRowPlan(RowsPlan):

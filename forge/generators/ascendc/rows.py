@@ -16,8 +16,8 @@ import numpy as np
 from forge.backends.ascend.constraints import Resources, hard_constraints
 from forge.backends.ascend.hw import AscendHW
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
-from forge.backends.ascend.pipemodel import Step
-from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
+from forge.backends.ascend.pipemodel import ModelResult, Step
+from forge.generators.ascendc.base import SIM_STEPS, RowsPlan, cdiv, round_up
 from forge.space import Constraint, Param, choice, pow2
 
 # Rows per high-dimensional vector call in the cross-row reduction: repeatTime <= 255 (ascend.md §1.4,
@@ -164,20 +164,31 @@ class RowPlan(RowsPlan):
         events = [("V_S", 0)] + ([("S_V", 1)] if cfg["reduce"] == "packed" else [])
         return Pipeline(f"forge_{self.op}", "aiv", bufs, self.stages(), [], events, int(self.block_dim(cfg)))
 
-    def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
+    def tile_rows(self, cfg: dict[str, Any]) -> list[int]:
+        """Rows of each tile of the most loaded AIV: `rows` each, the last one short."""
+        rows_core, R = int(cdiv(self.M, int(self.block_dim(cfg)))), int(cfg["rows"])
+        return [min(R, rows_core - t * R) for t in range(int(cdiv(rows_core, R)))]
+
+    def programs(self, cfg: dict[str, Any], tiles: int | None = None) -> tuple[dict[str, list[Step]], int]:
+        """The most loaded AIV's program (its first `tiles` tiles)."""
         bd = int(self.block_dim(cfg))
-        rows_core = cdiv(self.M, bd)
-        R = cfg["rows"]
         prog: list[Step] = self.prologue(cfg)
         if cfg["reduce"] == "packed":
             prog.append(self.offsets_step(cfg))
-        for t in range(cdiv(rows_core, R)):
-            r = min(R, rows_core - t * R)
+        for r in self.tile_rows(cfg)[:tiles]:
             row_b = r * self.N * self.e
             prog.append(Step("copy_in", nbytes=row_b * len(self.inputs_rows())))
             prog.append(self.compute_step(cfg, r))
             prog.append(Step("copy_out", nbytes=row_b))
         return {"aiv0": prog}, bd
+
+    def model(self, cfg: dict[str, Any]) -> ModelResult:
+        """Every tile is the same three steps: a stream of a million short rows (cann-bench's
+        rms_norm case 15) is timed over two prefixes of whole tiles and extrapolated per row
+        (Plan.model_prefixes), so the short last tile weighs what its rows do."""
+        rows = self.tile_rows(cfg)
+        return self.model_prefixes(cfg, [3] * len(rows), lambda n: self.programs(cfg, n)[0],
+                                   int(self.block_dim(cfg)), SIM_STEPS, rows)
 
     # packed mode: vector calls of `rows` elements per column slab (a reduction's N - 1 calls
     # between slabs counted as N), and calls on the per-row values, per pass (set by each op)

@@ -23,14 +23,13 @@ import numpy as np
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
 from forge.backends.ascend.pipemodel import ModelResult, Step, simulate
-from forge.generators.ascendc.base import Plan, cdiv, round_up
+from forge.generators.ascendc.base import SIM_STEPS, Plan, cdiv, round_up
 from forge.generators.ascendc.rows import fp32_scratch
 from forge.space import Constraint, Param, choice, pow2
 
 # Rows per high-dimensional (repeat) call of the per-row broadcast: repeatTime <= 255 (ascend.md §2.5).
 REPEAT_MAX = 255
 FP32_LANES = 64            # fp32 lanes of one 256 B repeat: the mask of a broadcast call covers at most these
-SIM_STEPS = 20_000         # steps simulated before extrapolating: 3-8x faster, within 1 % of the full simulation
 
 
 class SoftmaxAxisPlan(Plan):

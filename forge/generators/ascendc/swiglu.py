@@ -18,8 +18,8 @@ import numpy as np
 
 from forge.backends.ascend.constraints import Resources
 from forge.backends.ascend.pipeline import Buffer, Pipeline, Stage
-from forge.backends.ascend.pipemodel import Step
-from forge.generators.ascendc.base import RowsPlan, cdiv, round_up
+from forge.backends.ascend.pipemodel import ModelResult, Step
+from forge.generators.ascendc.base import SIM_STEPS, RowsPlan, cdiv, round_up
 from forge.generators.ascendc.rows import PACK_MAX_N, PACK_MIN_ROWS, doublings, gather_tables_step
 from forge.space import Constraint, Param, choice, pow2
 
@@ -89,29 +89,42 @@ class SwigluPlan(RowsPlan):
         events = [("S_V", 0)] if cfg["layout"] == "packed" else []
         return Pipeline("forge_swiglu", "aiv", bufs, st, [], events, int(self.block_dim(cfg)))
 
-    def programs(self, cfg: dict[str, Any]) -> tuple[dict[str, list[Step]], int]:
-        bd = int(self.block_dim(cfg))
+    def unit(self, cfg: dict[str, Any], u: int) -> tuple[int, int]:
+        """(elements per row, rows) of work unit u: a chunk of a row block; a row's last chunk and
+        the last row block are short."""
         t, R = cfg["chunk"], cfg["rows"]
         per_row = cdiv(self.N, t)
-        n_units = cdiv(self.units(cfg), bd)
-        packed = cfg["layout"] == "packed"
-        prog: list[Step] = [self.offsets_step(R)] if packed else []
-        for u in range(int(n_units)):
-            ln = min(t, self.N - (u % per_row) * t)
-            r = min(R, self.M - (u // per_row) * R) if R > 1 else 1
-            if packed:                # contiguous moves; two Gathers of r * N elements each
-                prog += [Step("copy_in", nbytes=2 * r * self.N * self.e),
-                         Step("compute", cycles=self.hw.vector_cycles(r * self.N * 4, self.compute_passes) +
-                              self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor)),
-                         Step("copy_out", nbytes=r * self.N * self.e)]
-                continue
-            slot = round_up(ln, self.per_block)          # UB work: whole 32 B blocks (ascend.md §1.3)
-            # GM: the gate and up blocks are always strided (half a row each), the output's are
-            # contiguous when a block is the whole row
-            prog += [Step("copy_in", nbytes=2 * self.gm_rows_bytes(r, ln, 2 * self.N)),
-                     Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, self.compute_passes)),
-                     Step("copy_out", nbytes=self.gm_rows_bytes(r, ln, self.N))]
+        return int(min(t, self.N - (u % per_row) * t)), int(min(R, self.M - (u // per_row) * R) if R > 1 else 1)
+
+    def unit_steps(self, cfg: dict[str, Any], ln: int, r: int) -> list[Step]:
+        if cfg["layout"] == "packed":          # contiguous moves; two Gathers of r * N elements each
+            return [Step("copy_in", nbytes=2 * r * self.N * self.e),
+                    Step("compute", cycles=self.hw.vector_cycles(r * self.N * 4, self.compute_passes) +
+                         self.hw.vector_cycles(r * self.N * 4, 2 * self.hw.gather_cost_factor)),
+                    Step("copy_out", nbytes=r * self.N * self.e)]
+        slot = round_up(ln, self.per_block)          # UB work: whole 32 B blocks (ascend.md §1.3)
+        # GM: the gate and up blocks are always strided (half a row each), the output's are
+        # contiguous when a block is the whole row
+        return [Step("copy_in", nbytes=2 * self.gm_rows_bytes(r, ln, 2 * self.N)),
+                Step("compute", cycles=self.hw.vector_cycles(r * slot * 4, self.compute_passes)),
+                Step("copy_out", nbytes=self.gm_rows_bytes(r, ln, self.N))]
+
+    def programs(self, cfg: dict[str, Any], units: int | None = None) -> tuple[dict[str, list[Step]], int]:
+        """The most loaded AIV's program (its first `units` work units)."""
+        bd = int(self.block_dim(cfg))
+        n_units = int(cdiv(self.units(cfg), bd)) if units is None else units
+        prog: list[Step] = [self.offsets_step(cfg["rows"])] if cfg["layout"] == "packed" else []
+        for u in range(n_units):
+            prog += self.unit_steps(cfg, *self.unit(cfg, u))
         return {"aiv0": prog}, bd
+
+    def model(self, cfg: dict[str, Any]) -> ModelResult:
+        """A long stream of units (a million one-element rows, cann-bench swi_glu case 12) is timed
+        over two prefixes and extrapolated (Plan.model_prefixes). A row's short last chunk recurs
+        every row, so the prefixes hold their share of them."""
+        bd = int(self.block_dim(cfg))
+        n_units = int(cdiv(self.units(cfg), bd))
+        return self.model_prefixes(cfg, [3] * n_units, lambda n: self.programs(cfg, n)[0], bd, SIM_STEPS)
 
     def offsets_step(self, R: int) -> Step:
         """Building the two gather tables once per core: lcm(N, 8) scalar stores, doubling Adds."""
