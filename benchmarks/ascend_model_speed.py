@@ -1,14 +1,15 @@
 """How long the Ascend pipe model takes per config, and what the steady-state extrapolation buys.
 
-For the cann-bench softmax cases that run down a middle axis (softmax_axis: the longest pipe
-streams of the suite) and a sample of their valid configs, times each config's model twice in the
-same run: as forge models it (`plan.model`: a long stream over two prefixes of whole units,
-extrapolated) and by simulating every step (`Plan.model`, the base class's full simulation).
+For the cann-bench cases of the row-streaming operators (softmax down a middle axis, the longest
+pipe streams of the suite; rms_norm, softmax and swi_glu, up to a million rows) and a sample of
+their valid configs, times each config's model twice in the same run: as forge models it
+(`plan.model`: a long stream over two prefixes of whole units, extrapolated) and by simulating
+every step (`Plan.model`, the base class's full simulation).
 Prints per case the seconds of each, their ratio, and the largest relative difference of the
 modeled times. Every time the model produces is MODELED (ascend.md §5); what is measured here is
 the model's own run time on this machine.
 
-    .venv/bin/python benchmarks/ascend_model_speed.py [--target ascend910b2] [--configs 40]
+    .venv/bin/python benchmarks/ascend_model_speed.py [--target ascend910b2] [--configs 20] [--ops softmax_axis,swiglu]
 """
 from __future__ import annotations
 
@@ -24,11 +25,12 @@ from forge.ops import get_op
 def main() -> None:
     ap = argparse.ArgumentParser()
     ap.add_argument("--target", default="ascend910b2")
-    ap.add_argument("--configs", type=int, default=40, help="configs per case, spread over its valid space")
+    ap.add_argument("--configs", type=int, default=20, help="configs per case, spread over its valid space")
+    ap.add_argument("--ops", default="softmax_axis,rmsnorm,softmax,swiglu", help="forge operators of the cases")
     args = ap.parse_args()
     be = get_backend(args.target, measure="model")
-    cases = [c for c in load_suite("cannbench").select(["softmax"]).cases if c.op == "softmax_axis"]
-    print(f"{'case':<28} {'configs':>7} {'forge s':>8} {'full s':>8} {'full/forge':>10} {'max rel. diff':>13}")
+    cases = [c for c in load_suite("cannbench").cases if c.op in args.ops.split(",")]
+    print(f"{'case':<40} {'configs':>7} {'forge s':>8} {'full s':>8} {'full/forge':>10} {'max rel. diff':>13}")
     totals = [0.0, 0.0]
     for case in cases:
         p = get_op(case.op).problem(dict(case.shape), case.dtype, dict(case.attrs))
@@ -48,9 +50,9 @@ def main() -> None:
         totals[0] += fast_s
         totals[1] += full_s
         shape = ",".join(f"{k}={v}" for k, v in case.shape.items())
-        print(f"{case.case_id + ' ' + shape:<28} {len(picks):>7} {fast_s:>8.1f} {full_s:>8.1f} "
+        print(f"{case.op + ' ' + case.case_id + ' ' + shape:<40} {len(picks):>7} {fast_s:>8.1f} {full_s:>8.1f} "
               f"{full_s / fast_s:>10.1f} {worst:>13.1e}")
-    print(f"{'all':<28} {'':>7} {totals[0]:>8.1f} {totals[1]:>8.1f} {totals[1] / totals[0]:>10.1f}")
+    print(f"{'all':<40} {'':>7} {totals[0]:>8.1f} {totals[1]:>8.1f} {totals[1] / totals[0]:>10.1f}")
 
 
 if __name__ == "__main__":
