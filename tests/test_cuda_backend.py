@@ -206,3 +206,136 @@ def test_float32_matmul_runs_on_the_simt_cores():
     assert "fmaf(" in plan.files["kernel.cu"] and "mma" not in plan.files["kernel.cu"]
     half = get_op("matmul").problem(dict(M=64, N=4096, K=4096), "float16")
     assert be.plan(Variant(half, "h100", be.space(half).enumerate().config(0))).kernels[0] == "forge_gemm"
+
+
+# -- correctness without a GPU: host emulation at a reduced shape -----------------------------------
+host_only = pytest.mark.skipif(not __import__("forge.backends.cuda.host", fromlist=["x"]).available()[0],
+                               reason="g++ with OpenMP not installed")
+
+
+def _host_artifact(be, v, tmp_path):
+    """The artifact build() makes for a variant within the limits (nvcc's part left out)."""
+    return Artifact(v.key(), "x", True, resources={"violations": [], "regs": 64,
+                                                   "host": be.host_check_variant(v, tmp_path)})
+
+
+@host_only
+def test_modeled_variants_are_checked_on_the_host_at_a_reduced_shape(tmp_path):
+    be = get_backend("h100", measure="model")
+    p = get_op("matmul").problem(dict(M=300, N=520, K=264), "float16")
+    v = Variant(p, "h100", dict(block_m=64, block_n=64, block_k=32, warp_m=32, warp_n=32, stages=2, split_k=2,
+                                group_m=1, min_blocks=1))
+    art = _host_artifact(be, v, tmp_path)
+    assert art.resources["host"]["shape"] == {"M": 108, "N": 72, "K": 136}     # a block and the tail of each
+    m = be.run(art, v, seed=0, warmup=1, reps=1, timeout=60)
+    assert m.status == "ok" and m.time_kind == "modeled" and m.errors["checked"] == 108 * 72
+    assert "host emulation at matmul[M=108,N=72,K=136]" in m.extra["correctness"]
+    assert "not checked" not in m.extra["correctness"]
+    off = get_backend("h100", measure="model", host_check=False)
+    m = off.run(_host_artifact(off, v, tmp_path), v, seed=0, warmup=1, reps=1, timeout=60)
+    assert m.status == "ok" and "not checked" in m.extra["correctness"] and "host_check off" in m.extra["correctness"]
+
+
+@host_only
+def test_a_wrong_variant_is_recorded_incorrect_without_a_gpu(tmp_path, monkeypatch):
+    """A softmax_axis kernel whose merge skips the other threads' shares of K compiles and fits
+    every limit; without a GPU the host check is what catches it."""
+    from forge.generators.cuda import softmax_axis
+
+    real = softmax_axis.plan
+
+    def broken(p, c, arch):
+        pl = real(p, c, arch)
+        pl.files["kernel.cu"] = pl.files["kernel.cu"].replace("t < K_THREADS", "t < 1")
+        return pl
+
+    monkeypatch.setattr(softmax_axis, "plan", broken)
+    be = get_backend("h100", measure="model")
+    p = get_op("softmax_axis").problem(dict(B=3, K=300, I=40), "float32")
+    v = Variant(p, "h100", dict(threads=64, k_threads=4, vec_bytes=8))
+    art = _host_artifact(be, v, tmp_path)
+    assert art.resources["host"]["shape"] == {"B": 2, "K": 16, "I": 40}
+    m = be.run(art, v, seed=0, warmup=1, reps=1, timeout=60)
+    assert m.status == "incorrect" and "host emulation at softmax_axis[B=2,K=16,I=40]" in m.reason
+
+
+@host_only
+def test_a_hanging_host_run_is_a_timeout_not_a_hang(tmp_path):
+    from forge.backends.cuda import host
+    from forge.generators.cuda import for_op
+
+    exe = tmp_path / "hangs"
+    exe.write_text("#!/bin/sh\nsleep 30\n")
+    exe.chmod(0o755)
+    p = get_op("softmax").problem(dict(M=2, N=64), "float32")
+    pl = for_op("softmax").plan(p, dict(threads=128, row_threads=32, vec_bytes=4, cache="regs"), None)
+    res = host.run(str(exe), pl, get_op("softmax").make_inputs(p, 0), "float32", tmp_path / "w", timeout=1)
+    assert not res.ok and res.status == "timeout" and "1 s" in res.error
+
+
+@pytest.mark.parametrize("op, shape, dtype, attrs", [
+    ("matmul", dict(M=713, N=4096, K=4096), "float16", {"transpose_b": True}),
+    ("matmul", dict(M=2048, N=50257, K=768), "float32", {}),
+    ("attention", dict(B=4, Hq=32, Hkv=8, Sq=1, Skv=8193, D=128), "bfloat16", {}),
+    ("attention", dict(B=2, Hq=16, Hkv=16, Sq=1000, Skv=1000, D=64), "float16", {"causal": True}),
+    ("attention", dict(B=1, Hq=8, Hkv=2, Sq=300, Skv=1100, D=128), "float16", {"causal": True}),
+    ("rmsnorm", dict(M=4097, N=151936), "bfloat16", {}),
+    ("softmax", dict(M=100003, N=77), "float32", {}),
+    ("swiglu", dict(M=1, N=67108864), "float16", {}),
+    ("swiglu", dict(M=1000003, N=2), "float32", {}),
+    ("softmax_axis", dict(B=2077, K=127, I=257), "float32", {}),
+])
+def test_every_config_has_a_small_problem_with_its_tiling(op, shape, dtype, attrs):
+    """Every valid config of a large case is checked at a reduced shape the config is valid at,
+    no larger in any dimension, with each dimension's ragged tail where the kernel has one."""
+    be = get_backend("h100", measure="model")
+    p = get_op(op).problem(shape, dtype, attrs)
+    en = be.space(p).enumerate()
+    for i in range(0, len(en), max(1, len(en) // 60)):
+        v = Variant(p, "h100", en.config(i))
+        small, why = be.emulation_problem(v)
+        assert small is not None, why
+        assert all(small.shape[k] <= p.shape[k] for k in small.shape), (v.config, small.shape)
+        work = sum(b.nbytes for b in be.plan(Variant(small, "h100", v.config)).buffers)
+        assert work < 64 << 20, (v.config, small.short())                      # seconds on the host, not minutes
+        c = v.config
+        if op == "matmul":
+            assert small.shape["M"] % c["block_m"] == p.shape["M"] % c["block_m"]
+            assert small.shape["N"] % c["block_n"] == p.shape["N"] % c["block_n"]
+            assert small.shape["K"] % c["block_k"] == p.shape["K"] % c["block_k"]
+        if op == "attention" and p.shape["Sq"] != p.shape["Skv"]:
+            assert small.shape["Skv"] % c["block_n"] == p.shape["Skv"] % c["block_n"] or \
+                small.shape["Skv"] > small.shape["Sq"]
+            assert (small.shape["Sq"] < small.shape["Skv"]) == (p.shape["Sq"] < p.shape["Skv"])
+
+
+@host_only
+def test_a_modeled_cuda_tune_says_its_variants_were_checked_on_the_host(tmp_path, monkeypatch):
+    """End to end without a GPU: nvcc builds, the host check runs in the build pool, every ranked
+    variant's record says where it was checked, and the leaderboard's headline says so too."""
+    import os
+    import shutil
+
+    from rich.console import Console
+
+    from forge import tuner
+    from forge.config import TuneSettings
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import headline
+    from forge.results import Store
+
+    if shutil.which("nvcc") is None:
+        pytest.skip("nvcc not installed")
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "bank.sqlite"))
+    monkeypatch.setenv("FORGE_CACHE", str(tmp_path / "cache"))
+    run = tuner.tune(TuneSettings(op="softmax_axis", target="h100", shape={"B": 3, "K": 300, "I": 40}, trials=3,
+                                  top_k=0, sampler="random", out=tmp_path / "run"),
+                     console=Console(file=open(os.devnull, "w")))
+    store = Store.for_run(run)
+    recs = store.records(phase="search")
+    store.close()
+    assert len(recs) == 3 and all(r.status == "ok" and r.errors["checked"] > 0 for r in recs)
+    assert all("host emulation at softmax_axis[B=2," in r.extra["correctness"] for r in recs)
+    lines = headline(build_leaderboard(run))
+    assert any(ln.startswith("correctness: 3 of the 3 ranked variants checked on the CPU by host emulation")
+               for ln in lines), lines

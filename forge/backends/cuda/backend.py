@@ -2,7 +2,11 @@
 limits (spills, smem, occupancy from ptxas registers), then measure on a GPU or model without one.
 
 `measure`: "device" always runs the harness, "model" never does, "auto" measures when the harness
-sees a GPU. A modeled time is labelled `time_kind="modeled"` and says no correctness was checked.
+sees a GPU. A modeled time is labelled `time_kind="modeled"`. Without a GPU each variant's
+correctness is still checked where g++ with OpenMP is present (`host_check`): its config is
+generated for a smaller problem with the same tiling (the generator's `emulation_shape`), run on
+the CPU by host emulation (host.py) and compared with the float64 reference; a wrong variant is
+recorded as incorrect. The extra's `correctness` says which was done.
 """
 from __future__ import annotations
 
@@ -13,8 +17,11 @@ import uuid
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
 from forge.backends.cuda import harness as hx
+from forge.backends.cuda import host
 from forge.backends.cuda.arch import arch_of
 from forge.backends.cuda.model import kernel_time, unfused_time
 from forge.backends.cuda.nvcc import NVCC_FLAGS, arch_flags, compile_cubin, nvcc_path, nvcc_version
@@ -28,6 +35,10 @@ from forge.space import Space
 from forge.targets import Target, all_targets
 from forge.variant import Variant
 
+# Inputs of the host check (any seed checks the same code) and how long its emulation may take:
+# a reduced problem runs in seconds, a deadlocked barrier never finishes.
+HOST_CHECK_SEED = 0
+HOST_CHECK_TIMEOUT = 120.0
 
 
 def default_cache() -> Path:
@@ -38,10 +49,12 @@ class CudaBackend(Backend):
     kind = "cuda"
     device_resource = "GPU"        # Ray sets CUDA_VISIBLE_DEVICES for the slot's process
 
-    def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False, **_: Any):
+    def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False,
+                 host_check: bool = True, **_: Any):
         super().__init__(target, measure)
         self.arch = arch_of(target)
         self.allow_spills = allow_spills
+        self.host_check = host_check
         self._gpu: tuple[bool, str] | None = None
         self._plans: dict[str, Plan] = {}
 
@@ -95,7 +108,52 @@ class CudaBackend(Backend):
                        nvcc_version(), flags, res.seconds, res.cached)
         if res.ok:
             art.resources = self.check_compiled(variant, res.log)
+            if not art.resources["violations"] and not self._use_device()[0]:
+                art.resources["host"] = self.host_check_variant(variant, Path(cache_dir) / "cuda_host")
         return art
+
+    def emulation_problem(self, variant: Variant) -> tuple[Problem | None, str]:
+        """The smaller problem the variant's config is checked on without a GPU, or why there is none."""
+        p, c = variant.problem, variant.config
+        shape = for_op(p.op).emulation_shape(p, c)
+        small = get_op(p.op).problem(shape, p.dtype, dict(p.attrs))
+        exempt = getattr(for_op(p.op), "PERFORMANCE_RULES", ())
+        why = [r.reason(c) for r in for_op(p.op).space(small, self.arch).constraints
+               if r.name not in exempt and not bool(np.all(r.ok(c)))]
+        return (None, f"config not valid at the reduced shape {shape}: {why[0]}") if why else (small, "")
+
+    def host_check_variant(self, variant: Variant, cache_dir: Path) -> dict[str, Any]:
+        """The variant's output at its reduced shape, computed by host emulation and compared with
+        the reference: {"shape", "status", "reason", "errors"}, or {"skipped": why}. Done with the
+        build, in the build pool: without a GPU the one device slot would otherwise run every
+        variant's emulation in turn."""
+        ok, why = host.available()
+        if not self.host_check or not ok:
+            return {"skipped": "host_check off" if not self.host_check else why}
+        p = variant.problem
+        try:
+            small, why = self.emulation_problem(variant)
+            if small is None:
+                return {"skipped": why}
+            plan = for_op(p.op).plan(small, variant.config, self.arch)
+            built = host.build(plan, cache_dir)
+        except (ForgeInputError, ValueError) as e:
+            return {"skipped": f"no reduced problem: {e}"}
+        if not built.ok:   # a gap of the emulation (host_cuda.h), not of the kernel: nvcc built it
+            return {"skipped": f"host emulation build failed: {built.error[-500:]}"}
+        op = get_op(p.op)
+        inputs = op.make_inputs(small, HOST_CHECK_SEED)
+        work = cache_dir / "runs" / uuid.uuid4().hex[:12]
+        try:
+            res = host.run(built.exe, plan, inputs, p.dtype, work, HOST_CHECK_TIMEOUT)
+            out = {"shape": dict(small.shape), "at": small.short()}
+            if not res.ok:
+                return {**out, "status": res.status, "reason": res.error, "errors": {}}
+            metrics = op.check(small, inputs, res.output, seed=HOST_CHECK_SEED)
+        finally:
+            shutil.rmtree(work, ignore_errors=True)
+        return {**out, "status": "ok" if metrics.ok else "incorrect", "reason": metrics.reason,
+                "errors": metrics.as_dict()}
 
     def check_compiled(self, variant: Variant, ptxas_log: str) -> dict[str, Any]:
         """ptxas numbers + occupancy per kernel, and the violations that make the variant invalid."""
@@ -180,8 +238,15 @@ class CudaBackend(Backend):
             t, parts = kernel_time(self.arch, variant.problem, self.plan(variant).estimates, artifact.resources.get("regs"))
             if t == float("inf"):
                 return Measurement("invalid", f"occupancy: {parts['reason']}")
-            parts["correctness"] = f"not checked: modeled time, no GPU run ({why})"
-            return Measurement("ok", timings=[t], time_kind="modeled", extra=parts)
+            chk = artifact.resources.get("host") or {"skipped": "not built"}
+            if "skipped" in chk:
+                parts["correctness"] = f"not checked: modeled time, no GPU run ({why}; no host check: {chk['skipped']})"
+                return Measurement("ok", timings=[t], time_kind="modeled", extra=parts)
+            parts["correctness"] = f"checked on the CPU by host emulation at {chk['at']} (same config); time modeled"
+            if chk["status"] != "ok":
+                return Measurement(chk["status"], f"host emulation at {chk['at']}: {chk['reason']}",
+                                   [t] if chk["status"] == "incorrect" else [], chk["errors"], "modeled", parts)
+            return Measurement("ok", "", [t], chk["errors"], "modeled", parts)
         return self._run_device(artifact, variant, seed=seed, warmup=warmup, reps=reps, timeout=timeout)
 
     def _run_device(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,

@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Buffer, Launch, Plan, cdiv, common_header,
-                                        config_header, load_space_values, log2e, render)
+                                        config_header, load_space_values, log2e, reduced, render)
 from forge.ops.attention import Attention
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -78,6 +78,22 @@ def executed_flops(p: Problem, c: dict[str, Any]) -> float:
             n_end = max(0, min(s["Skv"], mb * bm + bm + s["Skv"] - s["Sq"]))
         tiles += cdiv(n_end, bn)
     return 4.0 * s["B"] * s["Hq"] * tiles * bm * bn * d
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """One batch; up to two KV heads with up to two query heads each (the head mapping of GQA);
+    two query blocks and two KV tiles per split, each with its ragged tail. Sq = Skv stays equal
+    (a causal mask on the diagonal) and Sq < Skv stays so (bottom-right alignment)."""
+    s = p.shape
+    bm, bn = c["block_m"], c["block_n"]
+    if s["Sq"] == s["Skv"]:
+        sq = skv = reduced(s["Sq"], max(bm, bn), max(2, c["splits"]))
+    else:
+        sq, skv = reduced(s["Sq"], bm), reduced(s["Skv"], bn, 2 * c["splits"])
+        while s["Sq"] < s["Skv"] and sq >= skv:
+            skv += bn
+    hkv = min(s["Hkv"], 2)
+    return {"B": 1, "Hq": hkv * min(s["Hq"] // s["Hkv"], 2), "Hkv": hkv, "Sq": sq, "Skv": skv, "D": s["D"]}
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:

@@ -3,8 +3,8 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.gemm_common import (gemm_consts, gemm_io, padded_flops, split_k_bytes, split_k_rule,
-                                               tile_rule, tiles)
+from forge.generators.cuda.gemm_common import (gemm_consts, gemm_emulation_shape, gemm_io, padded_flops,
+                                               split_k_bytes, split_k_rule, tile_rule, tiles)
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Plan, cdiv, common_header, config_header, load_space_values,
                                         render)
 from forge.ops.matmul import Matmul
@@ -66,6 +66,10 @@ def space(p: Problem, arch) -> Space:
                    lambda c: "grouped rasterisation needs more than one row of tiles"),
     ]
     return Space(params, cons)
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    return gemm_emulation_shape(p, c)
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:

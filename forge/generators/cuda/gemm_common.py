@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from forge.generators.cuda.plan import ELT, Buffer, Launch, cdiv
+from forge.generators.cuda.plan import ELT, Buffer, Launch, cdiv, reduced
 from forge.problem import Problem
 from forge.space import Constraint
 
@@ -48,6 +48,16 @@ def gemm_consts(p: Problem, c: dict[str, Any]) -> dict[str, int]:
     s = p.shape
     return {"M": s["M"], "N": s["N"], "K": s["K"], "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"],
             "BLOCK_K": c["block_k"], "SPLIT_K": c["split_k"], "MIN_BLOCKS": c["min_blocks"]}
+
+
+def gemm_emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """A row and a column block with M's and N's ragged tails, two k-tiles per split and more than
+    the pipeline holds, with K's tail: the tile loop's full and edge paths, the pipeline's fill and
+    drain and the split-K reduction run. (Fewer k-tiles per split than split_k_rule asks: that
+    rule is about speed, so PERFORMANCE_RULES exempts it here.)"""
+    s = p.shape
+    return {"M": reduced(s["M"], c["block_m"], 1), "N": reduced(s["N"], c["block_n"], 1),
+            "K": reduced(s["K"], c["block_k"], max(2 * c["split_k"], c.get("stages", 1) + 1))}
 
 
 def gemm_io(p: Problem, c: dict[str, Any], kernel: str, n_tiles: int, threads: int,

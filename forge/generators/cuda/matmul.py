@@ -11,6 +11,11 @@ from forge.problem import Problem
 from forge.space import Space
 
 
+# Rules that keep slow configs out, not wrong ones: a config is checked on the host at a reduced
+# shape (emulation_shape) where these need not hold.
+PERFORMANCE_RULES = ("split_k", "group_m", "tile")
+
+
 def kernel_for(p: Problem) -> ModuleType:
     return sgemm if p.dtype == "float32" else gemm
 
@@ -21,6 +26,10 @@ def supports(p: Problem) -> str | None:
 
 def space(p: Problem, arch) -> Space:
     return kernel_for(p).space(p, arch)
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    return kernel_for(p).emulation_shape(p, c)
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:

@@ -111,5 +111,13 @@ def cdiv(a: int, b: int) -> int:
     return -(-a // b)
 
 
+def reduced(n: int, unit: int, keep: int = 2) -> int:
+    """A dimension cut down for host emulation: `keep` whole blocks of `unit` and n's own ragged
+    tail (n % unit), so the smaller problem runs the same full-block and tail code; n itself when
+    it is no larger."""
+    small = keep * unit + n % unit
+    return n if n <= small else small
+
+
 def log2e() -> float:
     return 1.0 / math.log(2.0)

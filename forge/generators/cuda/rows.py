@@ -6,7 +6,7 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        load_space_values, render, vec_byte_values, vec_constraints, vec_elems)
+                                        load_space_values, reduced, render, vec_byte_values, vec_constraints, vec_elems)
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -53,6 +53,11 @@ def space(p: Problem, arch) -> Space:
                    | (c["threads"] == smallest), lambda c: "more rows per block than rows"),
     ]
     return Space(params, cons)
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """Two blocks of rows and the ragged last one; every row whole (its length sets the tiling)."""
+    return {**p.shape, "M": reduced(p.shape["M"], c["threads"] // c["row_threads"])}
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        load_space_values, render, vec_byte_values, vec_constraints, vec_elems)
+                                        load_space_values, reduced, render, vec_byte_values, vec_constraints, vec_elems)
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice, limit
@@ -52,6 +52,14 @@ def space(p: Problem, arch) -> Space:
               lambda c: "2 x 4 B x threads x vec: each thread's running max and sum"),
     ]
     return Space(params, cons)
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """Two batches, two column blocks and the ragged last one, and four rows of K per thread of a
+    column's share with K's own remainder (the uneven shares the merge must add up)."""
+    s = p.shape
+    return {"B": min(s["B"], 2), "K": reduced(s["K"], c["k_threads"], 4),
+            "I": reduced(s["I"], int(cols(c) * vec_elems(c, p.dtype)))}
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:

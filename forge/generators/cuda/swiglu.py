@@ -9,7 +9,7 @@ from typing import Any
 import numpy as np
 
 from forge.generators.cuda.plan import (ELT, Buffer, Launch, Plan, cdiv, common_header, config_header,
-                                        load_space_values, render, vec_byte_values, vec_constraints, vec_elems)
+                                        load_space_values, reduced, render, vec_byte_values, vec_constraints, vec_elems)
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.space import Constraint, Space, choice
@@ -38,6 +38,17 @@ def space(p: Problem, arch) -> Space:
                              f"{int(vectors(c, p))} vectors of y"),
     ]
     return Space(params, cons)
+
+
+def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
+    """Two blocks of vectors and part of a third: short rows whole (rows enough for that), a long
+    row cut to two blocks' vectors and its own ragged tail (one row more shows the row stride)."""
+    v = int(vec_elems(c, p.dtype))
+    block = c["threads"] * c["unroll"]
+    per_row = max(1, p.shape["N"] // v)
+    if per_row >= 2 * block:
+        return {"M": min(p.shape["M"], 2), "N": reduced(p.shape["N"], block * v)}
+    return {**p.shape, "M": min(p.shape["M"], cdiv(2 * block, per_row) + 1)}
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
