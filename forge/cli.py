@@ -92,6 +92,8 @@ def tune(
     out_dir: Optional[Path] = typer.Option(None, "--out", help="run folder (default results/<op>-<target>-<time>)"),
     resume: Optional[Path] = typer.Option(None, help="continue the interrupted run in this folder"),
     no_bank: bool = typer.Option(False, "--no-bank", help="neither use nor update the tuning bank"),
+    no_host_check: bool = typer.Option(False, "--no-host-check", help="CUDA without a GPU: do not check variants "
+                                                                      "on the CPU by host emulation"),
 ) -> None:
     """Tune one operator on one target and print its leaderboard."""
     from forge import tuner
@@ -100,7 +102,7 @@ def tune(
     flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
              "ray_address": ray_address, "devices": devices, "measure": measure, "reps": reps, "timeout": timeout,
-             "top_k": top_k, "bank": False if no_bank else None}
+             "top_k": top_k, "bank": False if no_bank else None, "host_check": False if no_host_check else None}
     options = parse_pairs(sampler_options, "--sampler-options")
     attrs = parse_pairs(attr, "--attr")
     if causal is not None:
@@ -111,8 +113,9 @@ def tune(
                  if v is not None}
         fixed = sorted(set(given) - set(RESUME_OVERRIDES))
         if fixed:
-            raise ForgeInputError("--resume", f"{', '.join('--' + k.replace('_', '-') for k in fixed)}: fixed by the "
-                                              f"run being resumed; allowed with --resume: "
+            negated = {"bank": "no-bank", "host_check": "no-host-check"}   # flags named otherwise
+            names = ", ".join("--" + negated.get(k, k.replace("_", "-")) for k in fixed)
+            raise ForgeInputError("--resume", f"{names}: fixed by the run being resumed; allowed with --resume: "
                                               f"{', '.join('--' + k.replace('_', '-') for k in RESUME_OVERRIDES)}")
         run = tuner.resume(resume, console=err, **given)
         _print_report(run)

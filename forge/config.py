@@ -44,6 +44,8 @@ class SearchOptions(BaseModel):
     final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure")
     batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices)")
     bank: bool = Field(True, description="look up and update the tuning bank")
+    host_check: bool = Field(True, description="CUDA without a GPU: check each variant on the CPU by host "
+                                                "emulation at a reduced shape (a few seconds of a build worker each)")
 
     @field_validator("sampler")
     @classmethod

@@ -176,7 +176,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     console = console or make_console(stderr=True)
     problem = problem_of(settings)
     target = get_target(settings.target)
-    backend = backend or get_backend(target, measure=settings.measure)
+    backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
     why_not = backend.supports(problem)
     if why_not:
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")

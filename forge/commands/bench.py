@@ -36,6 +36,8 @@ def bench(
     seed: int = typer.Option(0, "--seed"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=0, help="variants re-measured per case (default: tune's)"),
+    no_host_check: bool = typer.Option(False, "--no-host-check", help="CUDA without a GPU: do not check variants "
+                                                                      "on the CPU by host emulation"),
     report_only: bool = typer.Option(False, "--report-only", help="rebuild the leaderboard without tuning"),
     retry_refused: bool = typer.Option(False, "--retry-refused", help="tune again the cases an earlier run into "
                                                                       "this folder refused (e.g. after an upgrade)"),
@@ -58,7 +60,7 @@ def bench(
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
                                     "sampler": sampler, "executor": executor, "ray_address": ray_address,
-                                    "devices": devices},
+                                    "devices": devices, "host_check": False if no_host_check else None},
                            retry_refused=retry_refused, progress=typer.echo,
                            command="forge " + shlex.join(sys.argv[1:]))
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "

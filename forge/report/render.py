@@ -69,12 +69,14 @@ def headline(lb: Leaderboard) -> list[str]:
     else:
         lines.append(modeled_line(lb.info.get("measure_note", "")))
         checks = [str(r.extra.get("correctness", "")) for r in lb.rows if "correctness" in r.extra]
-        if checks:
-            host = sum(1 for c in checks if "host emulation" in c and not c.startswith("not checked"))
-            first = checks[0].partition(" at ")[2].partition(" (same config)")[0]
-            lines.append(f"correctness: {host} of the {len(checks)} ranked variants checked on the CPU by host emulation "
-                         f"at a reduced shape with the same config" + (f" (rank 1 at {first})" if first else "")
-                         + ("" if host == len(checks) else f"; {len(checks) - host} not checked"))
+        host = [c for c in checks if not c.startswith("not checked")]
+        if host:
+            first = host[0].partition(" at ")[2].partition(" (same config)")[0]
+            lines.append(f"correctness: {len(host)} of the {len(checks)} ranked variants checked on the CPU by host "
+                         f"emulation at a reduced shape with the same config (the best at {first})"
+                         + ("" if len(host) == len(checks) else f"; {len(checks) - len(host)} not checked"))
+        elif checks:
+            lines.append(f"correctness: not checked ({checks[0].partition('(')[2].rstrip(')')})")
     sp = lb.info.get("space", {})
     lines.append(f"space: {sp.get('cartesian')} points, {sp.get('valid')} valid; evaluated "
                  f"{sum(lb.status_counts.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items())))
