@@ -1,7 +1,12 @@
-"""Fixtures shared by the CPU backend tests."""
+"""Fixtures shared by the tests: the CPU backend, and a small replayed space for the search strategies."""
+import itertools
+import json
+
+import numpy as np
 import pytest
 
 from forge.backends import get_backend
+from forge.backends.replay import load_cache
 
 
 @pytest.fixture(scope="session")
@@ -13,3 +18,25 @@ def cache_dir(tmp_path_factory):
 @pytest.fixture(scope="module")
 def backend():
     return get_backend("cpu")
+
+
+VALS = {"a": [1, 2, 4, 8, 16, 32, 64, 128], "b": [1, 2, 4, 8, 16, 32, 64, 128], "c": [0, 1, 2, 3], "d": [0, 1]}
+
+
+@pytest.fixture(scope="module")
+def synthetic_space(tmp_path_factory):
+    """A 512-point structured space: smooth in log a, log b, a sharp optimum at c=2, d=0;
+    a few points fail at runtime and a corner is infeasible."""
+    cache = {}
+    for a, b, c, d in itertools.product(*VALS.values()):
+        if a * b > 4096:
+            continue                                  # infeasible: absent
+        t = 1 + 0.3 * (np.log2(a) - 5) ** 2 + 0.2 * (np.log2(b) - 2) ** 2 + (0 if c == 2 else 1.5) + 0.7 * d
+        rec = {"a": a, "b": b, "c": c, "d": d, "compile_time": 10, "verification_time": 0, "benchmark_time": 5,
+               "time": "RuntimeFailedConfig" if (c == 3 and a >= 64) else float(t)}
+        cache[f"{a},{b},{c},{d}"] = rec
+    doc = {"device_name": "synthetic", "kernel_name": "k", "problem_size": [1], "tune_params_keys": list(VALS),
+           "tune_params": VALS, "objective": "time", "cache": cache}
+    p = tmp_path_factory.mktemp("spaces") / "synthetic.json"
+    p.write_text(json.dumps(doc))
+    return load_cache(p)

@@ -1,40 +1,20 @@
 """forge's default strategy and the registry, on replayed spaces (fast, deterministic)."""
 from __future__ import annotations
 
-import itertools
-import json
-
 import numpy as np
 import pytest
 from scipy.stats import norm
 from sklearn.ensemble import ExtraTreesRegressor
 
-from forge.backends.replay import load_cache
 from forge.errors import ForgeInputError
 from forge.search.random_baseline import expected_best_random
 from forge.search.replay_run import run_replay
 from forge.search.strategies import get_strategy
 
-VALS = {"a": [1, 2, 4, 8, 16, 32, 64, 128], "b": [1, 2, 4, 8, 16, 32, 64, 128], "c": [0, 1, 2, 3], "d": [0, 1]}
-
 
 @pytest.fixture(scope="module")
-def space(tmp_path_factory):
-    """A 512-point structured space: smooth in log a, log b, a sharp optimum at c=2, d=0;
-    a few points fail at runtime and a corner is infeasible."""
-    cache = {}
-    for a, b, c, d in itertools.product(*VALS.values()):
-        if a * b > 4096:
-            continue                                  # infeasible: absent
-        t = 1 + 0.3 * (np.log2(a) - 5) ** 2 + 0.2 * (np.log2(b) - 2) ** 2 + (0 if c == 2 else 1.5) + 0.7 * d
-        rec = {"a": a, "b": b, "c": c, "d": d, "compile_time": 10, "verification_time": 0, "benchmark_time": 5,
-               "time": "RuntimeFailedConfig" if (c == 3 and a >= 64) else float(t)}
-        cache[f"{a},{b},{c},{d}"] = rec
-    doc = {"device_name": "synthetic", "kernel_name": "k", "problem_size": [1], "tune_params_keys": list(VALS),
-           "tune_params": VALS, "objective": "time", "cache": cache}
-    p = tmp_path_factory.mktemp("spaces") / "synthetic.json"
-    p.write_text(json.dumps(doc))
-    return load_cache(p)
+def space(synthetic_space):
+    return synthetic_space
 
 
 def test_deterministic_for_fixed_seed(space):

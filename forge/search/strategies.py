@@ -2,6 +2,8 @@
 
 - `forge`  — forge's default (surrogate over the whole enumerated valid space, forge_strategy.py)
 - `random` — exact uniform random search without replacement (random_strategy.py)
+- `ga`     — a generational genetic algorithm, Kernel Tuner 1.5's (ga_strategy.py): for spaces whose
+  optimum hides in a small corner of one code path
 - `optuna-<sampler>` — Optuna samplers through `forge.search.optuna_strategy.OptunaStrategy`
   (which repairs invalid/duplicate proposals to the nearest valid unproposed point);
   the short names `tpe`, `tpe-multivariate`, `cmaes`, `gp`, `qmc`, `qmc-scrambled`, `grid` mean the same.
@@ -21,6 +23,7 @@ OPTUNA_SAMPLERS = ("tpe", "tpe-multivariate", "cmaes", "gp", "qmc", "qmc-scrambl
 NATIVE = {
     "forge": "forge.search.forge_strategy:ForgeStrategy",
     "random": "forge.search.random_strategy:RandomStrategy",
+    "ga": "forge.search.ga_strategy:GeneticStrategy",
 }
 
 
