@@ -3,6 +3,7 @@ seeds of a strategy found the optimum's path.
 
     .venv/bin/python benchmarks/space_anatomy.py CACHEFILE [--switches a,b,c]
         [--strategy forge] [--options JSON] [--seeds 25] [--budgets 50,100] [--jobs 2] [--no-runs]
+        [--within-path]
 
 A *code path* is one combination of the switches (by default every parameter that is unordered
 or has exactly two values, as forge's strategy defines them). For each path the table gives its
@@ -24,10 +25,16 @@ of a path's best time (the least time drawn, the lower quintile, and the least t
 to the path's log-times predicts among all its points) ranks the optimum's path first. It asks
 whether a search that spreads its evaluations over the code paths could find the winning one
 from what it measures there.
+
+`--within-path` also runs the strategy, same seeds and budgets, on the optimum's path alone (the
+space cut down to that path's points): what it would reach if it were told the path. That is the
+ceiling for any way of finding the path, so a target for the whole space above it is out of reach,
+and one close to it leaves only the difference for finding the path.
 """
 from __future__ import annotations
 
 import argparse
+import dataclasses
 import json
 import sys
 from concurrent.futures import ProcessPoolExecutor
@@ -139,6 +146,13 @@ def path_identification(t: np.ndarray, paths: np.ndarray, k: int, draws: int,
     return {m: v / draws for m, v in wins.items()}
 
 
+def within(data: ReplayData, rows: np.ndarray) -> ReplayData:
+    """The same space cut down to `rows` (sorted valid rows), as if the others were infeasible."""
+    cut = dataclasses.replace(data.enumeration, valid=data.enumeration.valid[rows])
+    return dataclasses.replace(data, enumeration=cut, time_s=data.time_s[rows], status=data.status[rows],
+                               cost_s=data.cost_s[rows], flat=data.flat[rows])
+
+
 def _run(args: tuple[str, str, int, int, dict]) -> tuple[int, list[float], list[int]]:
     path, strategy, seed, budget, options = args
     data = _data(path)
@@ -146,6 +160,15 @@ def _run(args: tuple[str, str, int, int, dict]) -> tuple[int, list[float], list[
     rows = [data.row_of_config(c) for c in r.proposals]
     rows = [x for x in rows if x is not None]
     return seed, list(r.trace), rows
+
+
+def _runs(cache: str, strategy: str, seeds: int, budget: int, options: dict, jobs: int) -> list:
+    """One run per seed, in worker processes (in this one with jobs=1, so a test can import this file)."""
+    tasks = [(cache, strategy, s, budget, options) for s in range(seeds)]
+    if jobs <= 1:
+        return [_run(t) for t in tasks]
+    with ProcessPoolExecutor(jobs) as pool:
+        return list(pool.map(_run, tasks))
 
 
 def main(argv: list[str] | None = None) -> None:
@@ -158,6 +181,8 @@ def main(argv: list[str] | None = None) -> None:
     ap.add_argument("--jobs", type=int, default=2)
     ap.add_argument("--options", default="{}", help="strategy constructor options as JSON, e.g. '{\"niches\": true}'")
     ap.add_argument("--no-runs", action="store_true", help="only the space's anatomy, no strategy runs")
+    ap.add_argument("--within-path", action="store_true",
+                    help="also run the strategy on the optimum's path alone (as if told the path)")
     ap.add_argument("--identify", default="", help="points per path, comma-separated: how well uniform "
                     "samples of each path single out the optimum's path")
     a = ap.parse_args(argv)
@@ -227,8 +252,7 @@ def main(argv: list[str] | None = None) -> None:
     if a.no_runs:
         return
 
-    with ProcessPoolExecutor(a.jobs) as pool:
-        runs = list(pool.map(_run, [(a.cache, a.strategy, s, max(budgets), json.loads(a.options)) for s in range(a.seeds)]))
+    runs = _runs(a.cache, a.strategy, a.seeds, max(budgets), json.loads(a.options), a.jobs)
     tail_set = set(int(x) for x in tail)
     print(f"\n{a.strategy}, {a.seeds} seeds:")
     print(f"{'budget':>6} {'seeds with a tail point':>24} {'mean best/opt: those':>21} {'the others':>11} {'all':>7}")
@@ -241,6 +265,14 @@ def main(argv: list[str] | None = None) -> None:
         with_tail = f"{best_a[hit_a].mean():.3f}" if hit_a.any() else "-"
         without = f"{best_a[~hit_a].mean():.3f}" if (~hit_a).any() else "-"
         print(f"{b:6d} {f'{hit_a.sum()} of {len(hit_a)}':>24} {with_tail:>21} {without:>11} {best_a.mean():7.3f}")
+    if a.within_path:
+        rows = np.flatnonzero(paths == best_path)
+        _DATA[f"{a.cache}#within"] = within(data, rows)
+        told = _runs(f"{a.cache}#within", a.strategy, a.seeds, max(budgets), json.loads(a.options), a.jobs)
+        print(f"\n{a.strategy} told the path (run on its {len(rows)} points alone), the same seeds:")
+        for b in budgets:
+            best = np.array([trace[min(b, len(trace)) - 1] for _, trace, _ in told]) / data.optimum_s
+            print(f"  B={b}: mean best/opt {best.mean():.3f}, within 1.10x in {np.mean(best <= 1.10):.0%} of seeds")
 
 
 if __name__ == "__main__":

@@ -269,6 +269,23 @@ def test_space_anatomy_path_identification_counts_draws_that_rank_the_optimum_pa
     assert two["least drawn"] == pytest.approx(0.5, abs=0.07)       # 1 - C(3,2)/C(4,2)
 
 
+def test_space_anatomy_within_path_runs_on_that_path_alone(tmp_path, capsys):
+    """--within-path: the strategy sees only the optimum's path (mode=0 in the toy space), so a
+    budget of the path's size finds the optimum in every seed; proposals never leave the path."""
+    anatomy = _benchmark_module("space_anatomy")
+    data = load_cache(write_cache(tmp_path / "toy.json"))
+    rows = np.flatnonzero(data.enumeration.valid[:, 2] == 0)              # mode is the third parameter
+    cut = anatomy.within(data, rows)
+    assert len(cut.enumeration) == len(rows) == 15 and cut.optimum_s == data.optimum_s
+    r = run_replay(cut, "random", 15, seed=1)
+    assert {c["mode"] for c in r.proposals} == {0} and len(r.proposals) == 15
+    anatomy.main([str(tmp_path / "toy.json"), "--seeds", "3", "--budgets", "2,15", "--jobs", "1",
+                  "--strategy", "random", "--within-path"])
+    out = capsys.readouterr().out
+    assert "random told the path (run on its 15 points alone), the same seeds:" in out
+    assert "B=15: mean best/opt 1.000, within 1.10x in 100% of seeds" in out
+
+
 def _benchmark_module(name: str):
     import importlib.util
     root = Path(__file__).resolve().parents[1]
