@@ -338,3 +338,11 @@ def test_search_efficiency_standard_error_is_over_the_seeds(tmp_path, capsys):
     row = next(line for line in (tmp_path / "t.md").read_text().splitlines() if "| random |" in line)
     assert f"{best.mean():.3f} ± {best.std(ddof=1) / np.sqrt(3):.3f} (" in row
     assert "± its standard error over the seeds" in capsys.readouterr().out
+
+
+def test_search_efficiency_compares_every_kernel_tuner_strategy():
+    """The issue compares forge with *every* Kernel Tuner strategy: the default --kt list is all
+    that the installed Kernel Tuner registers, brute force aside (it is the cache itself)."""
+    interface = pytest.importorskip("kernel_tuner.interface")
+    efficiency = _benchmark_module("search_efficiency")
+    assert set(efficiency.KT_STRATEGIES) == set(interface._STRATEGY_IMPORTS) - {"brute_force"}
