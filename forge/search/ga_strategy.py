@@ -60,7 +60,6 @@ class GeneticStrategy(Strategy):
         super().__init__(enumeration, seed, **options)
         self._generation: list[int] = []      # rows of the current generation
         self._queue: list[int] = []           # its members not yet proposed
-        self._bred = 0                         # generations bred after the first
         self._stale = 0                        # consecutive generations with nothing new
 
     # -- the contract --------------------------------------------------------------------------
@@ -81,10 +80,11 @@ class GeneticStrategy(Strategy):
         parents = [r for r in self._generation if r in self.observed]
         if not self._generation or len(parents) < 2:
             # the first generation, or too few measured members to breed from: random valid points
-            # (measured warm-start points join the parents of the next generation)
+            # (every point measured so far, warm-start points included, joins the parents of the next
+            # generation; none of them is in `pick`, which is drawn from the unproposed points)
             free = np.flatnonzero(~self.proposed)
             pick = self.rng.choice(free, min(self.options.pop_size, len(free)), replace=False)
-            self._generation = [int(r) for r in pick] + [r for r in self.observed if r not in self._generation]
+            self._generation = [int(r) for r in pick] + list(self.observed)
             self._queue = [int(r) for r in pick]
             return
         ranked = sorted(parents, key=self._sort_key)
@@ -108,7 +108,6 @@ class GeneticStrategy(Strategy):
             self._stale = 0
         self._generation = children
         self._queue = list(children)
-        self._bred += 1
 
     def _sort_key(self, row: int) -> tuple[int, float]:
         value = self.observed.get(row)
