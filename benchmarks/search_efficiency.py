@@ -36,6 +36,7 @@ import warnings
 from pathlib import Path
 
 import numpy as np
+import yaml
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -46,6 +47,7 @@ from forge.search.replay_run import run_replay  # noqa: E402
 from forge.search.strategies import check_strategy_options  # noqa: E402
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
+TARGETS = ROOT / "benchmarks" / "search_targets.yaml"
 # optuna-gp is left out of the default list: GPSampler needs torch and took ~2 s per trial here
 # (115 s for one 50-evaluation run), hours for 25 seeds x 3 spaces x 200; pass it with --strategies.
 FORGE_STRATEGIES = ["forge", "random", "optuna-random", "optuna-tpe", "optuna-tpe-multivariate",
@@ -150,6 +152,72 @@ class KernelTunerRunner:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
+def load_targets(path: Path) -> dict:
+    """The targets file: {"best_over_optimum": {space: {budget: ratio}}, "better_than_all_at": [budgets]}."""
+    raw = yaml.safe_load(path.read_text()) or {}
+    unknown = set(raw) - {"best_over_optimum", "better_than_all_at"}
+    if unknown:
+        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: best_over_optimum, better_than_all_at")
+    return {"best_over_optimum": {str(sp): {int(b): float(r) for b, r in per.items()}
+                                  for sp, per in (raw.get("best_over_optimum") or {}).items()},
+            "better_than_all_at": [int(b) for b in raw.get("better_than_all_at") or []]}
+
+
+def _mean_se(x: np.ndarray) -> tuple[float, float]:
+    return float(x.mean()), float(x.std(ddof=1) / np.sqrt(len(x))) if len(x) > 1 else 0.0
+
+
+def compare(ref: np.ndarray, other: np.ndarray) -> str:
+    """"ahead", "behind" or "level": the reference's mean best/optimum against another's, where a
+    difference within twice its standard error (the two seed sets taken as independent) is level.
+    Two standard errors because the issue's targets are read at differences of that order: a
+    smaller margin would call 25-seed noise a win."""
+    (m1, s1), (m2, s2) = _mean_se(ref), _mean_se(other)
+    margin = 2.0 * float(np.hypot(s1, s2))
+    if m1 < m2 - margin:
+        return "ahead"
+    if m1 > m2 + margin:
+        return "behind"
+    return "level"
+
+
+def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budgets: list[int],
+                 targets: dict) -> list[str]:
+    """The table read against the targets, for the reference strategy: each best/optimum target
+    met or not, and at each `better_than_all_at` budget which strategies it is behind or level
+    with. ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns)."""
+    out: list[str] = []
+    at = [b for b in targets["better_than_all_at"] if b in budgets]
+    everywhere = {b: True for b in at}
+    for space, per in ratios.items():
+        if reference not in per:
+            continue
+        ref = per[reference]
+        for b, goal in sorted(targets["best_over_optimum"].get(space, {}).items()):
+            if b not in budgets:
+                continue
+            m, se = _mean_se(ref[:, b - 1])
+            out.append(f"{space} B={b}: {reference} {m:.3f} ± {se:.3f}, target <= {goal:.2f}: "
+                       + ("met" if m <= goal else "NOT met"))
+        for b in at:
+            verdicts = {st: compare(ref[:, b - 1], tr[:, b - 1]) for st, tr in per.items() if st != reference}
+            behind = [st for st, v in verdicts.items() if v == "behind"]
+            level = [st for st, v in verdicts.items() if v == "level"]
+            everywhere[b] &= not (behind or level)
+            def named(sts: list[str]) -> str:
+                return ", ".join(f"{st} {per[st][:, b - 1].mean():.3f}" for st in sorted(
+                    sts, key=lambda st: per[st][:, b - 1].mean())) or "none"
+            out.append(f"{space} B={b}: {reference} {ref[:, b - 1].mean():.3f} is ahead of "
+                       f"{len(verdicts) - len(behind) - len(level)} of {len(verdicts)}; "
+                       f"behind: {named(behind)}; level: {named(level)}")
+    if out:
+        out.insert(0, f"Read against the targets ({reference}; ahead/behind = the means differ by more "
+                      "than twice the standard error of their difference, else level):")
+        out += [f"better than every other strategy at B={b} on every space: " + ("yes" if ok else "no")
+                for b, ok in everywhere.items()]
+    return out
+
+
 def _is_gz(path: Path) -> bool:
     with open(path, "rb") as fh:
         return fh.read(2) == b"\x1f\x8b"
@@ -172,6 +240,10 @@ def main(argv: list[str] | None = None) -> int:
                     help="also print each mean's standard error over the seeds (best/opt ± se)")
     ap.add_argument("--forge-options", default="{}",
                     help='JSON dict of ForgeStrategy options, e.g. \'{"acquisition": "thompson"}\'')
+    ap.add_argument("--reference",
+                    help="the strategy the table is read against (default forge, when it runs)")
+    ap.add_argument("--targets", default=str(TARGETS),
+                    help="YAML of the targets to read the table against (default benchmarks/search_targets.yaml)")
     a = ap.parse_args(argv)
     if a.seeds < 1 or a.first_seed < 0:
         ap.error(f"--seeds must be >= 1 and --first-seed >= 0 (got {a.seeds}, {a.first_seed})")
@@ -181,6 +253,10 @@ def main(argv: list[str] | None = None) -> int:
         check_strategy_options("forge", FORGE_OPTIONS, "--forge-options")
     except (ValueError, TypeError) as exc:   # JSONDecodeError and ForgeInputError are ValueErrors
         ap.error(str(exc))
+    try:
+        targets = load_targets(Path(a.targets))
+    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+        ap.error(f"--targets {a.targets}: {exc}")
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
     budgets = [int(b) for b in a.budgets.split(",")]
     bmax = max(budgets)
@@ -188,6 +264,9 @@ def main(argv: list[str] | None = None) -> int:
              "|---|---|" + "---|" * len(budgets)]
     t_all = time.time()
     strategies = [st for st in a.strategies.split(",") if st]
+    if a.reference is not None and a.reference not in strategies:
+        ap.error(f"--reference {a.reference!r} is not among --strategies ({', '.join(strategies)})")
+    reference = a.reference or "forge"
     if not a.no_kt:
         try:
             import kernel_tuner  # noqa: F401
@@ -199,6 +278,7 @@ def main(argv: list[str] | None = None) -> int:
     print(f"{len(files)} spaces x {len(strategies)} strategies x {a.seeds} seeds = {len(tasks)} runs "
           f"of {bmax} evaluations on {a.jobs} processes", flush=True)
     got: dict[tuple[str, str, int], np.ndarray | str] = {}
+    ratios: dict[str, dict[str, np.ndarray]] = {}     # space -> strategy -> (seeds, bmax) best/opt
     spent: dict[tuple[str, str], float] = {}
     if a.jobs > 1:
         import multiprocessing as mp
@@ -230,6 +310,7 @@ def main(argv: list[str] | None = None) -> int:
                 continue
             print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per run", flush=True)
             tr = np.stack(trs)
+            ratios.setdefault(data.name, {})[st] = tr / opt
             cells = []
             for b in budgets:
                 m = float(tr[:, b - 1].mean())
@@ -241,9 +322,12 @@ def main(argv: list[str] | None = None) -> int:
           + ("; ± its standard error over the seeds" if a.se else "")
           + "; score = (random - strategy)/(random - optimum) with random's exact expectation\n")
     print(table)
+    reading = read_against(ratios, reference, budgets, targets)
+    if reading:
+        print("\n" + "\n".join(reading))
     print(f"\ntotal {time.time()-t_all:.0f} s")
     if a.markdown:
-        Path(a.markdown).write_text(table + "\n")
+        Path(a.markdown).write_text(table + "\n" + ("\n" + "\n".join(reading) + "\n" if reading else ""))
     return 0
 
 

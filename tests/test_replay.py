@@ -346,3 +346,42 @@ def test_search_efficiency_compares_every_kernel_tuner_strategy():
     interface = pytest.importorskip("kernel_tuner.interface")
     efficiency = _benchmark_module("search_efficiency")
     assert set(efficiency.KT_STRATEGIES) == set(interface._STRATEGY_IMPORTS) - {"brute_force"}
+
+
+def test_search_efficiency_compare_calls_differences_within_two_standard_errors_level():
+    efficiency = _benchmark_module("search_efficiency")
+    ref = np.array([1.00, 1.02, 1.04, 1.06])             # mean 1.03, se 0.0129
+    assert efficiency.compare(ref, ref + 0.10) == "ahead"
+    assert efficiency.compare(ref, ref - 0.10) == "behind"
+    assert efficiency.compare(ref, ref + 0.02) == "level"  # 0.02 < 2 * hypot(se, se) = 0.0365
+    assert efficiency.compare(np.array([1.0]), np.array([1.01])) == "ahead"   # one seed: no error bar
+
+
+def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
+    """The reading names each best/optimum target met or not, and every strategy the reference is
+    behind or level with at the budgets where it must be ahead of all."""
+    efficiency = _benchmark_module("search_efficiency")
+    (tmp_path / "t.yaml").write_text("best_over_optimum:\n  toy/X: {2: 1.05, 3: 1.30}\nbetter_than_all_at: [2, 3]\n")
+    targets = efficiency.load_targets(tmp_path / "t.yaml")
+    seeds = np.array([[1.4, 1.2, 1.10], [1.4, 1.2, 1.12]])
+    ratios = {"toy/X": {"forge": seeds, "slow": seeds + 0.5, "fast": seeds - 0.1, "same": seeds + 0.001}}
+    lines = efficiency.read_against(ratios, "forge", [1, 2, 3], targets)
+    text = "\n".join(lines)
+    assert "toy/X B=2: forge 1.200 ± 0.000, target <= 1.05: NOT met" in text
+    assert "toy/X B=3: forge 1.110 ± 0.010, target <= 1.30: met" in text
+    assert "toy/X B=3: forge 1.110 is ahead of 1 of 3; behind: fast 1.010; level: same 1.111" in text
+    assert text.endswith("better than every other strategy at B=3 on every space: no")
+    alone = efficiency.read_against({"toy/X": {"forge": seeds, "slow": seeds + 0.5}}, "forge", [2, 3], targets)
+    assert alone[-2:] == [f"better than every other strategy at B={b} on every space: yes" for b in (2, 3)]
+
+
+@pytest.mark.parametrize("args, needle", [(["--reference", "optuna-tpe"], "--reference"),
+                                          (["--targets", "MISSING"], "--targets"),
+                                          (["--targets", "BAD"], "unknown key")])
+def test_search_efficiency_bad_reference_or_targets_are_usage_errors(args, needle, tmp_path, capsys):
+    efficiency = _benchmark_module("search_efficiency")
+    (tmp_path / "bad.yaml").write_text("better_than_al_at: [50]\n")
+    args = [{"MISSING": str(tmp_path / "nope.yaml"), "BAD": str(tmp_path / "bad.yaml")}.get(x, x) for x in args]
+    with pytest.raises(SystemExit) as exc:
+        efficiency.main([str(write_cache(tmp_path / "toy.json")), "--strategies", "forge", "--no-kt", *args])
+    assert exc.value.code == 2 and needle in capsys.readouterr().err
