@@ -130,7 +130,7 @@ class KernelTunerRunner:
                 results, _ = tune_kernel(**self.args, cache=str(self.file), simulation_mode=True,
                                          restrictions=self.restrictions, strategy=strategy,
                                          strategy_options={"max_fevals": budget},
-                                         verbose=False, quiet=True)
+                                         seed=seed, verbose=False, quiet=True)
             finally:
                 sys.stdout = old
         seen, best, trace = set(), np.inf, []
