@@ -3,6 +3,7 @@
     .venv/bin/python benchmarks/search_efficiency.py [cachefiles...] [--seeds 25] [--first-seed 0]
         [--budgets 25,50,100,200] [--strategies forge,random,...] [--kt a,b,...] [--no-kt]
         [--forge-options '{"rho_min": null}']   # ForgeStrategy constructor options (design variants)
+        [--reference forge] [--targets benchmarks/search_targets.yaml]
 
 Defaults to every `*.json*` under ../shared/data/tuningdata/. Any Kernel Tuner cache file works.
 
@@ -19,7 +20,10 @@ numpy's global generators, which are seeded before each run.
 
 Columns: mean over seeds of best/optimum, and the methodology score
 (random − strategy)/(random − optimum) of that mean (random = exact expectation, 0 = random,
-1 = optimum; forge.search.random_baseline).
+1 = optimum; forge.search.random_baseline). After the table, its reading against the targets in
+benchmarks/search_targets.yaml for the reference strategy (--reference, default forge): each
+best/optimum target met or not, and which strategies it is behind or level with at the budgets
+where it must be ahead of all (means apart by more than twice their standard error).
 """
 from __future__ import annotations
 
