@@ -41,6 +41,7 @@ from pathlib import Path
 
 import numpy as np
 import yaml
+from pydantic import BaseModel, ConfigDict
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT))
@@ -156,15 +157,17 @@ class KernelTunerRunner:
         shutil.rmtree(self.tmp, ignore_errors=True)
 
 
-def load_targets(path: Path) -> dict:
-    """The targets file: {"best_over_optimum": {space: {budget: ratio}}, "better_than_all_at": [budgets]}."""
-    raw = yaml.safe_load(path.read_text()) or {}
-    unknown = set(raw) - {"best_over_optimum", "better_than_all_at"}
-    if unknown:
-        raise ValueError(f"unknown key(s) {sorted(unknown)}; allowed: best_over_optimum, better_than_all_at")
-    return {"best_over_optimum": {str(sp): {int(b): float(r) for b, r in per.items()}
-                                  for sp, per in (raw.get("best_over_optimum") or {}).items()},
-            "better_than_all_at": [int(b) for b in raw.get("better_than_all_at") or []]}
+class SearchTargets(BaseModel):
+    """benchmarks/search_targets.yaml: what the table is read against (see that file)."""
+
+    model_config = ConfigDict(extra="forbid", frozen=True)
+
+    best_over_optimum: dict[str, dict[int, float]] = {}   # space -> budget -> ratio to reach
+    better_than_all_at: list[int] = []                     # budgets where the reference must lead
+
+
+def load_targets(path: Path) -> SearchTargets:
+    return SearchTargets.model_validate(yaml.safe_load(path.read_text()) or {})
 
 
 def _mean_se(x: np.ndarray) -> tuple[float, float]:
@@ -186,18 +189,18 @@ def compare(ref: np.ndarray, other: np.ndarray) -> str:
 
 
 def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budgets: list[int],
-                 targets: dict) -> list[str]:
+                 targets: SearchTargets) -> list[str]:
     """The table read against the targets, for the reference strategy: each best/optimum target
     met or not, and at each `better_than_all_at` budget which strategies it is behind or level
     with. ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns)."""
     out: list[str] = []
-    at = [b for b in targets["better_than_all_at"] if b in budgets]
+    at = [b for b in targets.better_than_all_at if b in budgets]
     everywhere = {b: True for b in at}
     for space, per in ratios.items():
         if reference not in per:
             continue
         ref = per[reference]
-        for b, goal in sorted(targets["best_over_optimum"].get(space, {}).items()):
+        for b, goal in sorted(targets.best_over_optimum.get(space, {}).items()):
             if b not in budgets:
                 continue
             m, se = _mean_se(ref[:, b - 1])
@@ -259,7 +262,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(str(exc))
     try:
         targets = load_targets(Path(a.targets))
-    except (OSError, ValueError, KeyError, TypeError, yaml.YAMLError) as exc:
+    except (OSError, ValueError, yaml.YAMLError) as exc:   # pydantic's ValidationError is a ValueError
         ap.error(f"--targets {a.targets}: {exc}")
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
     budgets = [int(b) for b in a.budgets.split(",")]
@@ -313,13 +316,12 @@ def main(argv: list[str] | None = None) -> int:
                 print(f"   {st:28s} skipped: {errs[0]}", flush=True)
                 continue
             print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per run", flush=True)
-            tr = np.stack(trs)
-            ratios.setdefault(data.name, {})[st] = tr / opt
+            ratio = ratios.setdefault(data.name, {})[st] = np.stack(trs) / opt
             cells = []
             for b in budgets:
-                m = float(tr[:, b - 1].mean())
-                se = f" ± {tr[:, b - 1].std(ddof=1) / np.sqrt(len(tr)) / opt:.3f}" if a.se and len(tr) > 1 else ""
-                cells.append(f"{m/opt:.3f}{se} ({score(m, rnd[b], opt):.3f})")
+                m, se = _mean_se(ratio[:, b - 1])
+                err = f" ± {se:.3f}" if a.se and len(ratio) > 1 else ""
+                cells.append(f"{m:.3f}{err} ({score(m * opt, rnd[b], opt):.3f})")
             lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better)"

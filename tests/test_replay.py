@@ -377,11 +377,13 @@ def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
 
 @pytest.mark.parametrize("args, needle", [(["--reference", "optuna-tpe"], "--reference"),
                                           (["--targets", "MISSING"], "--targets"),
-                                          (["--targets", "BAD"], "unknown key")])
+                                          (["--targets", "BAD"], "better_than_al_at"), (["--targets", "NOTMAP"], "best_over_optimum")])
 def test_search_efficiency_bad_reference_or_targets_are_usage_errors(args, needle, tmp_path, capsys):
     efficiency = _benchmark_module("search_efficiency")
     (tmp_path / "bad.yaml").write_text("better_than_al_at: [50]\n")
-    args = [{"MISSING": str(tmp_path / "nope.yaml"), "BAD": str(tmp_path / "bad.yaml")}.get(x, x) for x in args]
+    (tmp_path / "notmap.yaml").write_text("best_over_optimum: [1.03]\n")
+    files = {"MISSING": tmp_path / "nope.yaml", "BAD": tmp_path / "bad.yaml", "NOTMAP": tmp_path / "notmap.yaml"}
+    args = [str(files.get(x, x)) for x in args]
     with pytest.raises(SystemExit) as exc:
         efficiency.main([str(write_cache(tmp_path / "toy.json")), "--strategies", "forge", "--no-kt", *args])
     assert exc.value.code == 2 and needle in capsys.readouterr().err
