@@ -210,7 +210,7 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
             verdicts = {st: compare(ref[:, b - 1], tr[:, b - 1]) for st, tr in per.items() if st != reference}
             behind = [st for st, v in verdicts.items() if v == "behind"]
             level = [st for st, v in verdicts.items() if v == "level"]
-            everywhere[b] &= not (behind or level)
+            everywhere[b] &= bool(verdicts) and not (behind or level)   # no others ran: not shown
             def named(sts: list[str]) -> str:
                 return ", ".join(f"{st} {per[st][:, b - 1].mean():.3f}" for st in sorted(
                     sts, key=lambda st: per[st][:, b - 1].mean())) or "none"

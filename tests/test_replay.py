@@ -373,6 +373,8 @@ def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
     assert text.endswith("better than every other strategy at B=3 on every space: no")
     alone = efficiency.read_against({"toy/X": {"forge": seeds, "slow": seeds + 0.5}}, "forge", [2, 3], targets)
     assert alone[-2:] == [f"better than every other strategy at B={b} on every space: yes" for b in (2, 3)]
+    nobody = efficiency.read_against({"toy/X": {"forge": seeds}}, "forge", [2, 3], targets)
+    assert nobody[-1] == "better than every other strategy at B=3 on every space: no"   # nothing to be better than
 
 
 @pytest.mark.parametrize("args, needle", [(["--reference", "optuna-tpe"], "--reference"),

@@ -1,4 +1,5 @@
-"""forge's default search strategy: a tree-ensemble surrogate over the whole enumerated valid space.
+"""forge's default search strategy: a tree-ensemble surrogate over the whole enumerated valid
+space, with a grey-wolf pack beside it.
 
 What forge knows that a generic black-box sampler does not, and how this strategy uses it:
 - the complete list of valid points (the enumeration): the acquisition is evaluated on *every*
@@ -37,6 +38,15 @@ Algorithm
    valid point farthest from everything already proposed (space filling) instead of to the
    model. The local slots continue. When the model regains skill, its ranking resumes. This
    costs no extra fit.
+5. A grey-wolf pack beside the model (sixteenth pass): after the start, one slot in every
+   `pack_every` goes to Kernel Tuner's adaptive tabu grey-wolf search (greywolf_strategy.py),
+   whose pack starts from the best points of the space-filling start and shares everything
+   measured with the model (neither proposes what the other has). The model ranks what it has
+   learnt; the pack recombines the best points parameter by parameter and keeps eight
+   trajectories that each accept a slower step now and then, so it reaches corners a model
+   fitted to the points measured so far ranks low — a code path whose typical points read
+   badly (convolution_milo/A100), a tiling basin away from the incumbent (gemm). The model's
+   local and global slots alternate among its own slots as before.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
 its entry says so and benchmarks/search_design_log.md has the comparison; its tenth pass moves
@@ -72,6 +82,14 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   is reported as such in benchmarks/search_design_log.md.)
 - `batch_damping=0.5`: a neighbour of an already-chosen batch point needs twice the score to be
   chosen too.
+- `pack_every=2`: an even split between the model and the pack, with no prior reason to favour
+  either (as for `local_every`); so of 100 evaluations, 10 are the start, 45 the model's (half of
+  them local moves) and 45 the pack's. The pack's own settings are Kernel Tuner's, unchanged, but
+  for its start (the measured points, not 8 new random ones: the space-filling start already
+  covers the space). What was measured before this was adopted, and the alternatives (the pack's
+  own random start, a share set by which side's recent points rank better, an unbiased repair)
+  are in benchmarks/search_design_log.md, sixteenth pass. `pack_every=0` is the fifteenth-pass
+  default.
 - `rho_min=0.2`, `rho_window=16`: under "no skill" the Spearman correlation of 16 pairs has a
   standard deviation of 1/sqrt(15) = 0.26, so 0.2 means "less than one standard deviation of
   evidence that the model ranks better than chance"; the test is one-sided and loose on purpose,
@@ -117,6 +135,7 @@ from pydantic import BaseModel, ConfigDict, Field
 from scipy.stats import norm
 from sklearn.ensemble import ExtraTreesRegressor
 
+from forge.search.greywolf_strategy import GreyWolfStrategy
 from forge.search.strategy import Strategy
 
 
@@ -142,6 +161,8 @@ class ForgeOptions(BaseModel):
     cap: float | None = Field(0.5, gt=0, le=1, description="clip log-times at this quantile; None: off")
     good_quantile: float = Field(0.25, gt=0, lt=1, description="'good' acquisition: the best share asked for")
     path_floor: float | None = Field(None, gt=0, description="code-path sampling floor; None: off")
+    pack_every: int = Field(0, ge=0, description="one slot in this many after the start goes to the "
+                                                  "grey-wolf pack; 0: none")
 
 
 class ForgeStrategy(Strategy):
@@ -161,6 +182,12 @@ class ForgeStrategy(Strategy):
         self._n_local = 0
         self.X = self._encode(self.valid)
         self._asked = 0
+        self._slot = 0                        # slots after the start (model or pack)
+        self._pack = None
+        if self.options.pack_every:
+            self._pack = GreyWolfStrategy(enumeration, seed, start="measured")
+            self._pack.rng = np.random.default_rng([seed, 1])   # its own stream of the same seed
+            self._pack.proposed, self._pack.observed = self.proposed, self.observed
 
     # -- encoding ------------------------------------------------------------------------------
     def _encode(self, idx: np.ndarray) -> np.ndarray:
@@ -189,9 +216,25 @@ class ForgeStrategy(Strategy):
             if row is None:
                 break
             self._take(row, rows)
-        if len(rows) < n and (~self.proposed).any():
-            rows += self._model_batch(n - len(rows))
+        rest = n - len(rows)
+        if rest > 0 and (~self.proposed).any():
+            to_pack = 0
+            for _ in range(rest):
+                self._slot += 1
+                to_pack += bool(self._pack is not None and self._slot % self.options.pack_every == 0)
+            if rest - to_pack:
+                rows += self._model_batch(rest - to_pack)
+            if to_pack:
+                rows += [self.row(c) for c in self._pack.ask(to_pack)]
+            if len(rows) < n and (~self.proposed).any():
+                rows += self._model_batch(n - len(rows))
         return [self.config(r) for r in rows]
+
+    def tell(self, config: dict[str, Any], value: float | None) -> None:
+        if self._pack is not None:
+            self._pack.tell(config, value)     # shares proposed/observed: records it for both
+        else:
+            super().tell(config, value)
 
     def _n_measured(self) -> int:
         return int(np.count_nonzero(self.proposed))
