@@ -5,29 +5,12 @@ import numpy as np
 import pytest
 
 from forge.errors import ForgeInputError
-from forge.search.random_baseline import expected_best_random
-from forge.search.replay_run import run_replay
-from forge.search.strategies import get_strategy, strategy_names
+from forge.search.strategies import get_strategy
 
 
 def _value(space, cfg):
     row = space.row_of_config(cfg)
     return float(space.time_s[row]) if space.status[row] == "ok" else None
-
-
-def test_registered_and_deterministic(synthetic_space):
-    assert "ga" in strategy_names()
-    r1 = run_replay(synthetic_space, "ga", 60, seed=4)
-    r2 = run_replay(synthetic_space, "ga", 60, seed=4)
-    assert r1.proposals == r2.proposals and np.array_equal(r1.trace, r2.trace)
-    assert r1.proposals != run_replay(synthetic_space, "ga", 60, seed=5).proposals
-
-
-def test_valid_distinct_until_the_space_is_spent(synthetic_space):
-    r = run_replay(synthetic_space, "ga", 10_000, seed=0, pop_size=8)
-    assert r.infeasible == 0 and r.failures > 0            # the space's failing points were met and ranked
-    assert r.evaluations == len(synthetic_space.enumeration)
-    assert len({tuple(c.values()) for c in r.proposals}) == r.evaluations
 
 
 def test_children_recombine_parents_drawn_best_first(synthetic_space):
@@ -47,19 +30,6 @@ def test_children_recombine_parents_drawn_best_first(synthetic_space):
     assert all(a != b for a, b in zip(drawn[::2], drawn[1::2]))             # two distinct parents
     assert drawn.count(0) > 10 * drawn.count(11)                            # best far more than worst
     assert 1.5 < np.mean(drawn) < 12 / 3                                    # uniform draws would average 5.5
-
-
-def test_batches_keep_the_executor_full(synthetic_space):
-    """Asked for more than a generation before any result is back, it still fills the batch."""
-    s = get_strategy("ga", synthetic_space.enumeration, seed=0, pop_size=4)
-    batch = s.ask(10)
-    assert len(batch) == 10 and len({tuple(c.values()) for c in batch}) == 10
-
-
-def test_better_than_random_search(synthetic_space):
-    budget = 40
-    best = np.mean([run_replay(synthetic_space, "ga", budget, seed=s, pop_size=10).best_s for s in range(12)])
-    assert best < expected_best_random(synthetic_space.time_s, 0, budget)
 
 
 def test_options_are_checked(synthetic_space):

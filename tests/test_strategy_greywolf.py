@@ -6,9 +6,8 @@ import numpy as np
 import pytest
 
 from forge.errors import ForgeInputError
-from forge.search.random_baseline import expected_best_random
 from forge.search.replay_run import run_replay
-from forge.search.strategies import get_strategy, strategy_names
+from forge.search.strategies import get_strategy
 
 
 def _value(space, cfg):
@@ -19,21 +18,6 @@ def _value(space, cfg):
 def _tell_all(space, strategy, configs):
     for cfg in configs:
         strategy.tell(cfg, _value(space, cfg))
-
-
-def test_registered_and_deterministic(synthetic_space):
-    assert "greywolf" in strategy_names()
-    r1 = run_replay(synthetic_space, "greywolf", 60, seed=4)
-    r2 = run_replay(synthetic_space, "greywolf", 60, seed=4)
-    assert r1.proposals == r2.proposals and np.array_equal(r1.trace, r2.trace)
-    assert r1.proposals != run_replay(synthetic_space, "greywolf", 60, seed=5).proposals
-
-
-def test_valid_distinct_until_the_space_is_spent(synthetic_space):
-    r = run_replay(synthetic_space, "greywolf", 10_000, seed=0)
-    assert r.infeasible == 0 and r.failures > 0
-    assert r.evaluations == len(synthetic_space.enumeration)
-    assert len({tuple(c.values()) for c in r.proposals}) == r.evaluations
 
 
 def test_leaders_survive_and_children_recombine_the_pack(synthetic_space):
@@ -98,18 +82,6 @@ def test_start_from_measured_points(synthetic_space):
     best8 = sorted(known, key=lambda c: _value(synthetic_space, c) or np.inf)[:8]
     assert sorted(s.config(r) == c for r, _ in s._pack for c in best8).count(True) == 8
     assert all(c not in known for c in children)
-
-
-def test_batches_keep_the_executor_full(synthetic_space):
-    s = get_strategy("greywolf", synthetic_space.enumeration, seed=0)
-    batch = s.ask(20)
-    assert len(batch) == 20 and len({tuple(c.values()) for c in batch}) == 20
-
-
-def test_better_than_random_search(synthetic_space):
-    budget = 40
-    best = np.mean([run_replay(synthetic_space, "greywolf", budget, seed=s).best_s for s in range(12)])
-    assert best < expected_best_random(synthetic_space.time_s, 0, budget)
 
 
 def test_options_are_checked(synthetic_space):

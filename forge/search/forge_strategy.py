@@ -1,5 +1,4 @@
-"""forge's default search strategy: a tree-ensemble surrogate over the whole enumerated valid
-space, with a grey-wolf pack beside it.
+"""forge's default search strategy: a tree-ensemble surrogate over the whole enumerated valid space.
 
 What forge knows that a generic black-box sampler does not, and how this strategy uses it:
 - the complete list of valid points (the enumeration): the acquisition is evaluated on *every*
@@ -38,15 +37,14 @@ Algorithm
    valid point farthest from everything already proposed (space filling) instead of to the
    model. The local slots continue. When the model regains skill, its ranking resumes. This
    costs no extra fit.
-5. A grey-wolf pack beside the model (sixteenth pass): after the start, one slot in every
-   `pack_every` goes to Kernel Tuner's adaptive tabu grey-wolf search (greywolf_strategy.py),
-   whose pack starts from the best points of the space-filling start and shares everything
-   measured with the model (neither proposes what the other has). The model ranks what it has
-   learnt; the pack recombines the best points parameter by parameter and keeps eight
-   trajectories that each accept a slower step now and then, so it reaches corners a model
-   fitted to the points measured so far ranks low — a code path whose typical points read
-   badly (convolution_milo/A100), a tiling basin away from the incumbent (gemm). The model's
-   local and global slots alternate among its own slots as before.
+5. Optionally (`pack_every`, off by default), a grey-wolf pack beside the model: after the
+   start, one slot in every `pack_every` goes to Kernel Tuner's adaptive tabu grey-wolf search
+   (greywolf_strategy.py), whose pack starts from the best points of the space-filling start and
+   shares everything measured with the model (neither proposes what the other has). The model
+   ranks what it has learnt; the pack recombines the best points parameter by parameter and keeps
+   eight trajectories that each accept a slower step now and then, so it reaches corners a model
+   fitted to the points measured so far ranks low. The model's local and global slots alternate
+   among its own slots as before.
 
 Hyperparameters (set by reasoning; where a choice was compared on the shipped tuning spaces,
 its entry says so and benchmarks/search_design_log.md has the comparison; its tenth pass moves
@@ -82,14 +80,14 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   is reported as such in benchmarks/search_design_log.md.)
 - `batch_damping=0.5`: a neighbour of an already-chosen batch point needs twice the score to be
   chosen too.
-- `pack_every=2`: an even split between the model and the pack, with no prior reason to favour
-  either (as for `local_every`); so of 100 evaluations, 10 are the start, 45 the model's (half of
-  them local moves) and 45 the pack's. The pack's own settings are Kernel Tuner's, unchanged, but
-  for its start (the measured points, not 8 new random ones: the space-filling start already
-  covers the space). What was measured before this was adopted, and the alternatives (the pack's
-  own random start, a share set by which side's recent points rank better, an unbiased repair)
-  are in benchmarks/search_design_log.md, sixteenth pass. `pack_every=0` is the fifteenth-pass
-  default.
+- `pack_every=0` (no pack). `pack_every=2` (an even split between the model and the pack) was
+  the sixteenth pass's candidate: on the shipped GPU files, seeds 0–99, it reads convolution 1.384
+  / 1.244 at 50 / 100 evaluations (default 1.403 / 1.327), gemm 1.072 / 1.019 (1.113 / 1.020),
+  pnpoly 1.004 / 1.001 (1.010 / 1.005); but on the pass's hold-out, a CPU matmul brute-forced
+  for it and committed with the decision rule before any strategy ran, it was worse at 50 and 100
+  by more than a standard error of the paired difference (1.079 / 1.025 against 1.030 / 1.015),
+  so by that rule it is an option and not the default (benchmarks/search_design_log.md, sixteenth
+  pass; part of its gain on gemm is the pack's repair order, see greywolf_strategy.py).
 - `rho_min=0.2`, `rho_window=16`: under "no skill" the Spearman correlation of 16 pairs has a
   standard deviation of 1/sqrt(15) = 0.26, so 0.2 means "less than one standard deviation of
   evidence that the model ranks better than chance"; the test is one-sided and loose on purpose,

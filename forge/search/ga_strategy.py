@@ -94,7 +94,7 @@ class GeneticStrategy(Strategy):
                 break
             a, b = self._select(ranked)
             for child in self._crossover(self.valid[a], self.valid[b]):
-                row = self._mutate(self._repair(child))
+                row = self._mutate(self.repair(child))
                 if row not in children:
                     children.append(row)
                 if len(children) >= self.options.pop_size:
@@ -128,18 +128,6 @@ class GeneticStrategy(Strategy):
             return np.where(take, a, b), np.where(take, b, a)
         cut = int(self.rng.random() * len(a))
         return np.concatenate([a[:cut], b[cut:]]), np.concatenate([b[:cut], a[cut:]])
-
-    def _repair(self, idx: np.ndarray) -> int:
-        """The valid row of a child, or of a random valid point close to it."""
-        row = self.row_of.get(int(self._flat(idx[None, :])[0]))
-        if row is not None:
-            return row
-        diff = np.abs(self.valid - idx)
-        for near in (diff.max(axis=1) <= 1, np.count_nonzero(diff, axis=1) == 1):
-            rows = np.flatnonzero(near)
-            if len(rows):
-                return int(rows[self.rng.integers(len(rows))])
-        return int(np.argmin(diff.sum(axis=1)))
 
     def _mutate(self, row: int) -> int:
         if int(self.rng.random() * self.options.mutation_chance) != 0:

@@ -33,8 +33,8 @@ member at no cost, as with Kernel Tuner's cache), failures rank last, and batche
 one iteration are proposed together, and an `ask` that finds every child in flight fills the rest
 with random points, which join the pack in place of its worst member when they beat it. With
 `ask(1)` the algorithm is Kernel Tuner's. `start="measured"` starts the pack from the best points
-already measured instead of new random ones (forge's default strategy uses it after its
-space-filling start). Defaults are Kernel Tuner's (its `budget` option, 5000, is
+already measured instead of new random ones (forge's default strategy, with `pack_every`, uses it
+after its space-filling start). Defaults are Kernel Tuner's (its `budget` option, 5000, is
 `schedule_evals`). Deterministic for a fixed seed.
 """
 from __future__ import annotations
@@ -202,7 +202,7 @@ class GreyWolfStrategy(Strategy):
             else:
                 self._stagn += 1
             if self._stagn >= self.options.stagn_limit:
-                k = int(math.ceil(len(self._pack) * self.options.restart_ratio))
+                k = math.ceil(len(self._pack) * self.options.restart_ratio)
                 rows = self._random_rows(k)
                 self._fill = list(range(len(self._pack) - len(rows), len(self._pack)))
                 for i, r in zip(self._fill, rows):
@@ -226,22 +226,9 @@ class GreyWolfStrategy(Strategy):
                 near = np.flatnonzero((diff.max(axis=1) <= 1) & (diff.sum(axis=1) > 0))
                 if len(near):
                     idx = self.valid[int(near[self.rng.integers(len(near))])].copy()
-        child = self._repair(idx)
+        child = self.repair(idx, self.options.repair)
         if child in self._tabu:
             hamming = np.flatnonzero(np.count_nonzero(self.valid != self.valid[child], axis=1) == 1)
             if len(hamming):
                 child = int(hamming[self.rng.integers(len(hamming))])
         return child
-
-    def _repair(self, idx: np.ndarray) -> int:
-        row = self.row_of.get(int(self._flat(idx[None, :])[0]))
-        if row is not None:
-            return row
-        diff = np.abs(self.valid - idx)
-        for near in (diff.max(axis=1) <= 1, np.count_nonzero(diff, axis=1) == 1):
-            rows = np.flatnonzero(near)
-            if len(rows):
-                if self.options.repair == "random":
-                    return int(rows[self.rng.integers(len(rows))])
-                return int(rows[-1])
-        return int(np.argmin(diff.sum(axis=1)))

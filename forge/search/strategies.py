@@ -1,10 +1,9 @@
 """Strategy registry: `get_strategy(name, enumeration, seed, **opts)`.
 
-- `forge`  — forge's default (surrogate over the whole enumerated valid space and a grey-wolf pack
-  beside it, forge_strategy.py)
+- `forge`  — forge's default (surrogate over the whole enumerated valid space, forge_strategy.py)
 - `random` — exact uniform random search without replacement (random_strategy.py)
-- `greywolf` — Kernel Tuner 1.5's adaptive tabu grey-wolf search (greywolf_strategy.py), which
-  forge's default also runs beside its model
+- `greywolf` — Kernel Tuner 1.5's adaptive tabu grey-wolf search (greywolf_strategy.py); forge's
+  default can run it beside its model (`pack_every`)
 - `ga`     — a generational genetic algorithm, Kernel Tuner 1.5's (ga_strategy.py): for spaces whose
   optimum hides in a small corner of one code path
 - `optuna-<sampler>` — Optuna samplers through `forge.search.optuna_strategy.OptunaStrategy`

@@ -94,6 +94,21 @@ class Strategy(ABC):
         best = np.flatnonzero(d == d.min())
         return int(free[best[self.rng.integers(len(best))]])
 
+    def repair(self, idx: np.ndarray, pick: str = "random") -> int:
+        """The valid row of an index vector, or of a valid point close to it (Kernel Tuner's repair):
+        one at most one value step away in every parameter, else one differing in one parameter,
+        else the nearest. `pick` chooses among the candidates: "random" (seeded), or "last" in
+        the enumeration's order (the largest values, first parameter first)."""
+        row = self.row_of.get(int(self._flat(idx[None, :])[0]))
+        if row is not None:
+            return row
+        diff = np.abs(self.valid - idx)
+        for near in (diff.max(axis=1) <= 1, np.count_nonzero(diff, axis=1) == 1):
+            rows = np.flatnonzero(near)
+            if len(rows):
+                return int(rows[-1]) if pick == "last" else int(rows[self.rng.integers(len(rows))])
+        return int(np.argmin(diff.sum(axis=1)))
+
     def best(self) -> tuple[dict[str, Any], float] | None:
         ok = [(r, v) for r, v in self.observed.items() if v is not None]
         if not ok:
