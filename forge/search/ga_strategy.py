@@ -132,5 +132,5 @@ class GeneticStrategy(Strategy):
     def _mutate(self, row: int) -> int:
         if int(self.rng.random() * self.options.mutation_chance) != 0:
             return row
-        rows = np.flatnonzero(np.count_nonzero(self.valid != self.valid[row], axis=1) == 1)
+        rows = self.neighbours(row)
         return int(rows[self.rng.integers(len(rows))]) if len(rows) else row

@@ -157,13 +157,12 @@ class GreyWolfStrategy(Strategy):
             return
         self._pack.sort(key=lambda w: w[1])
         leaders = [w[0] for w in self._pack[:3]]
-        frac = self._evals / self.options.schedule_evals
         shake_p = min(0.5, self.options.shake_rate * (1 + self._stagn / self.options.stagn_limit))
         self._iterating = True
         for i, (row, _) in enumerate(self._pack):
             if row in leaders:
                 continue
-            child = self._child(leaders, row, shake_p, frac)
+            child = self._child(leaders, row, shake_p)
             self._tabu.append(child)
             self._children[i] = child
             if not self._known(child) and not self.proposed[child]:
@@ -212,7 +211,7 @@ class GreyWolfStrategy(Strategy):
                 self._stagn = 0
                 self._settle()
 
-    def _child(self, leaders: list[int], row: int, shake_p: float, frac: float) -> int:
+    def _child(self, leaders: list[int], row: int, shake_p: float) -> int:
         """A non-leader's child: recombined with the leaders, perhaps shaken, repaired, off the tabu list."""
         idx = np.array([self.valid[self.rng.choice([*leaders, row])][j] for j in range(len(self.sizes))])
         if self.rng.random() < shake_p:
@@ -228,7 +227,7 @@ class GreyWolfStrategy(Strategy):
                     idx = self.valid[int(near[self.rng.integers(len(near))])].copy()
         child = self.repair(idx, self.options.repair)
         if child in self._tabu:
-            hamming = np.flatnonzero(np.count_nonzero(self.valid != self.valid[child], axis=1) == 1)
+            hamming = self.neighbours(child)
             if len(hamming):
                 child = int(hamming[self.rng.integers(len(hamming))])
         return child

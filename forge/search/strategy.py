@@ -7,7 +7,7 @@ hard constraint and no budget is spent on infeasible points. Values are seconds 
 from __future__ import annotations
 
 from abc import ABC, abstractmethod
-from typing import Any, ClassVar
+from typing import Any, ClassVar, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
@@ -94,7 +94,11 @@ class Strategy(ABC):
         best = np.flatnonzero(d == d.min())
         return int(free[best[self.rng.integers(len(best))]])
 
-    def repair(self, idx: np.ndarray, pick: str = "random") -> int:
+    def neighbours(self, row: int) -> np.ndarray:
+        """Valid rows that differ from `row` in exactly one parameter (any other value of it)."""
+        return np.flatnonzero(np.count_nonzero(self.valid != self.valid[row], axis=1) == 1)
+
+    def repair(self, idx: np.ndarray, pick: Literal["random", "last"] = "random") -> int:
         """The valid row of an index vector, or of a valid point close to it (Kernel Tuner's repair):
         one at most one value step away in every parameter, else one differing in one parameter,
         else the nearest. `pick` chooses among the candidates: "random" (seeded), or "last" in
