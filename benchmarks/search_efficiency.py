@@ -164,6 +164,7 @@ class SearchTargets(BaseModel):
 
     best_over_optimum: dict[str, dict[int, float]] = {}   # space -> budget -> ratio to reach
     better_than_all_at: list[int] = []                     # budgets where the reference must lead
+    designed_on: dict[str, list[str]] = {}                 # strategy -> spaces in its design set
 
 
 def load_targets(path: Path) -> SearchTargets:
@@ -196,6 +197,7 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
     out: list[str] = []
     at = [b for b in targets.better_than_all_at if b in budgets]
     everywhere = {b: True for b in at}
+    marked = False
     for space, per in ratios.items():
         if reference not in per:
             continue
@@ -211,9 +213,11 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
             behind = [st for st, v in verdicts.items() if v == "behind"]
             level = [st for st, v in verdicts.items() if v == "level"]
             everywhere[b] &= bool(verdicts) and not (behind or level)   # no others ran: not shown
+            marked |= any(space in targets.designed_on.get(st, []) for st in behind + level)
             def named(sts: list[str]) -> str:
-                return ", ".join(f"{st} {per[st][:, b - 1].mean():.3f}" for st in sorted(
-                    sts, key=lambda st: per[st][:, b - 1].mean())) or "none"
+                return ", ".join(f"{st}{'*' if space in targets.designed_on.get(st, []) else ''} "
+                                 f"{per[st][:, b - 1].mean():.3f}" for st in sorted(
+                                     sts, key=lambda st: per[st][:, b - 1].mean())) or "none"
             out.append(f"{space} B={b}: {reference} {ref[:, b - 1].mean():.3f} is ahead of "
                        f"{len(verdicts) - len(behind) - len(level)} of {len(verdicts)}; "
                        f"behind: {named(behind)}; level: {named(level)}")
@@ -222,6 +226,9 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
                       "than twice the standard error of their difference, else level):")
         out += [f"better than every other strategy at B={b} on every space: " + ("yes" if ok else "no")
                 for b, ok in everywhere.items()]
+        if marked:
+            out.append("* this space is among the problems the strategy was designed on "
+                       "(designed_on in the targets file); the verdicts count it all the same")
     return out
 
 

@@ -377,6 +377,23 @@ def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
     assert nobody[-1] == "better than every other strategy at B=3 on every space: no"   # nothing to be better than
 
 
+def test_search_efficiency_marks_strategies_designed_on_the_space(tmp_path):
+    """A strategy selected on a space is marked where the reference is behind or level with it on
+    that space, with a footnote; the verdicts do not change."""
+    efficiency = _benchmark_module("search_efficiency")
+    (tmp_path / "t.yaml").write_text("better_than_all_at: [2]\ndesigned_on:\n  fast: [toy/X]\n")
+    targets = efficiency.load_targets(tmp_path / "t.yaml")
+    seeds = np.array([[1.4, 1.2], [1.4, 1.2]])
+    ratios = {"toy/X": {"forge": seeds, "fast": seeds - 0.1}, "toy/Y": {"forge": seeds, "fast": seeds - 0.1}}
+    lines = efficiency.read_against(ratios, "forge", [1, 2], targets)
+    assert "toy/X B=2: forge 1.200 is ahead of 0 of 1; behind: fast* 1.100; level: none" in lines
+    assert "toy/Y B=2: forge 1.200 is ahead of 0 of 1; behind: fast 1.100; level: none" in lines
+    assert lines[-2] == "better than every other strategy at B=2 on every space: no"
+    assert lines[-1].startswith("* this space is among the problems the strategy was designed on")
+    plain = efficiency.read_against({"toy/Y": ratios["toy/Y"]}, "forge", [1, 2], targets)
+    assert not any(line.startswith("* ") for line in plain)
+
+
 @pytest.mark.parametrize("args, needle", [(["--reference", "optuna-tpe"], "--reference"),
                                           (["--targets", "MISSING"], "--targets"),
                                           (["--targets", "BAD"], "better_than_al_at"), (["--targets", "NOTMAP"], "best_over_optimum")])
