@@ -193,7 +193,8 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
                  targets: SearchTargets) -> list[str]:
     """The table read against the targets, for the reference strategy: each best/optimum target
     met or not, and at each `better_than_all_at` budget which strategies it is behind or level
-    with. ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns)."""
+    with, each marked `*` where `designed_on` lists the space among those it was selected on.
+    ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns)."""
     out: list[str] = []
     at = [b for b in targets.better_than_all_at if b in budgets]
     everywhere = {b: True for b in at}
