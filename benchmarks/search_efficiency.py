@@ -214,11 +214,11 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
             behind = [st for st, v in verdicts.items() if v == "behind"]
             level = [st for st, v in verdicts.items() if v == "level"]
             everywhere[b] &= bool(verdicts) and not (behind or level)   # no others ran: not shown
-            marked |= any(space in targets.designed_on.get(st, []) for st in behind + level)
+            designed = {st for st in behind + level if space in targets.designed_on.get(st, [])}
+            marked |= bool(designed)
             def named(sts: list[str]) -> str:
-                return ", ".join(f"{st}{'*' if space in targets.designed_on.get(st, []) else ''} "
-                                 f"{per[st][:, b - 1].mean():.3f}" for st in sorted(
-                                     sts, key=lambda st: per[st][:, b - 1].mean())) or "none"
+                return ", ".join(f"{st}{'*' if st in designed else ''} {per[st][:, b - 1].mean():.3f}"
+                                 for st in sorted(sts, key=lambda st: per[st][:, b - 1].mean())) or "none"
             out.append(f"{space} B={b}: {reference} {ref[:, b - 1].mean():.3f} is ahead of "
                        f"{len(verdicts) - len(behind) - len(level)} of {len(verdicts)}; "
                        f"behind: {named(behind)}; level: {named(level)}")
