@@ -127,3 +127,20 @@ class DriverlessCpuBackend(SlotLogCpuBackend):
 
     def baselines(self, problem, cache_dir, *, seed: int, reps: int, timeout: float, **_: Any) -> list[Baseline]:
         return [Baseline("unfused", f"timed in pid {os.getpid()}", Measurement("ok", timings=[1.0]))]
+
+
+class SlowerAtTheEndCpuBackend(CpuBackend):
+    """CPU backend on a host that slows down before the final re-measure: every run of at least
+    `from_reps` repetitions (the final re-measure's count, more than the search's) has its timings
+    multiplied by `factor`, so a test can check what the tuner and the report do when the machine's
+    speed changes during a run, without depending on this machine's actual noise."""
+
+    def __init__(self, target: Target, from_reps: int, factor: float, **options: Any):
+        super().__init__(target, **options)
+        self.from_reps, self.factor = from_reps, factor
+
+    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
+        m = super().run(artifact, variant, **kwargs)
+        if kwargs["reps"] >= self.from_reps and m.status == "ok":
+            m.timings = [t * self.factor for t in m.timings]
+        return m

@@ -30,6 +30,7 @@ from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
 from forge.results import Record, Store
 from forge.results.lock import folder_lock
+from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
 from forge.space import Enumeration, Space
 from forge.targets import get_target
@@ -413,7 +414,8 @@ def _final(ctx: Context, executor) -> None:
         return
     top = sorted(ok, key=lambda r: r.median)[: s.top_k]
     last_baseline = max((r.timestamp for r in ctx.store.records(phase="baseline")), default=0.0)
-    if time.time() - last_baseline > BASELINE_RETIME_AFTER_S:
+    retimed = time.time() - last_baseline > BASELINE_RETIME_AFTER_S
+    if retimed:
         measure_baselines(ctx, executor, again=True)
     ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions…")
     for r in top:
@@ -421,6 +423,13 @@ def _final(ctx: Context, executor) -> None:
         executor.submit(Job(v, input_seed(v, s.seed, "final"), s.final_reps, s.warmup, s.timeout * 3, "final", r.trial))
     for outcome in executor.results():
         ctx.store.add(outcome_record(ctx, outcome))
+    shift = shift_of_records(ctx.store.records())
+    if shift is not None:
+        ctx.console.print(f"[yellow]the re-measured variants ran {shift:.2f}x their search times: this machine's "
+                          "speed changed during the run[/yellow]" + ("" if retimed else "; re-timing the baselines "
+                          "so the speedups compare times taken at the same speed"))
+        if not retimed:
+            measure_baselines(ctx, executor, again=True)
 
 
 def _offer_to_bank(ctx: Context) -> None:

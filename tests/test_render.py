@@ -69,3 +69,45 @@ def test_an_unfinished_run_says_whether_it_is_still_going_or_was_interrupted(tmp
         assert f"RUN IN PROGRESS (pid {os.getpid()}): 8 of 40 variants evaluated so far; this is what is " \
                "recorded until now" in lines("running")
     assert any("RUN NOT FINISHED" in x for x in lines("running"))
+
+
+def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_path):
+    """The demo once re-measured its top 3 at 1.43x their search times: rank 4 then read faster than
+    rank 1. When every re-measured variant moves the same way by more than its spread, the report
+    says the machine's speed changed (from the real records of a run folder); one variant moving,
+    moves within the spread, or moves both ways are noise and say nothing."""
+    import json
+
+    from forge.problem import Problem
+    from forge.report.leaderboard import build_leaderboard
+    from forge.results.remeasure import remeasure_shift
+    from forge.results import Record, Store
+
+    slow = [((2.78e-3, 2e-4), (3.97e-3, 5e-5)), ((2.82e-3, 1e-4), (4.45e-3, 5e-5)), ((3.12e-3, 3e-5), (3.96e-3, 1e-4))]
+    assert abs(remeasure_shift(slow) - 3.97 / 2.78) < 1e-9
+    assert remeasure_shift(slow[:1]) is None
+    assert remeasure_shift(slow[:2] + [((3.12e-3, 3e-5), (3.15e-3, 1e-4))]) is None     # within its spread
+    assert remeasure_shift(slow[:2] + [((3.12e-3, 3e-5), (2.5e-3, 1e-4))]) is None      # one moved the other way
+    assert abs(remeasure_shift([((2e-3, 0.0), (1e-3, 0.0)), ((4e-3, 0.0), (3e-3, 0.0))]) - 0.625) < 1e-9
+
+    p = Problem(**PROBLEM)
+    (tmp_path / "run.json").write_text(json.dumps({"problem": PROBLEM, "measured": True, "status": "complete",
+                                                   "space": {"cartesian": 8, "valid": 4}}))
+    store = Store.for_run(tmp_path)
+    try:
+        for i, ((sm, ss), (fm, fs)) in enumerate(slow + [((3.15e-3, 1e-4), (None, None))]):
+            common = dict(run_id="r", variant_key=f"k{i}", op=p.op, shape=p.shape, dtype=p.dtype, target="cpu",
+                          attrs=p.attrs, config={"tile": i}, status="ok", time_kind="measured", trial=i)
+            store.add(Record(**common, phase="search", median=sm, spread=ss))
+            if fm is not None:
+                store.add(Record(**common, phase="final", median=fm, spread=fs))
+    finally:
+        store.close()
+    lb = build_leaderboard(tmp_path)
+    assert [r.remeasured for r in lb.rows] == [True, True, True, False] and lb.rows[3].median == 3.15e-3
+    assert abs(lb.remeasure_shift - 3.97 / 2.78) < 1e-9 and lb.to_dict()["remeasure_shift"] == lb.remeasure_shift
+    out = io.StringIO()
+    print_leaderboard(lb, Console(file=out, width=400))
+    assert "the 3 re-measured variants (*) ran 1.43x slower at the end than in the search" in out.getvalue()
+    assert not any("re-measured variants" in x for x in headline(Leaderboard(
+        str(tmp_path), lb.info, lb.rows, [], {"ok": 4}, {}, [], [])))

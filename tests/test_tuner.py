@@ -17,7 +17,7 @@ from forge.config import TuneSettings
 from forge.report.leaderboard import build_leaderboard
 from forge.results import Store
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend
+from forge.testing import FaultyCpuBackend, SlowerAtTheEndCpuBackend
 from forge.results.lock import FolderInUse
 from forge.tuner import problem_of, resume, tune
 
@@ -45,6 +45,28 @@ def test_tune_ranks_correct_variants_with_speedups(tmp_path):
     info = json.loads((run / "run.json").read_text())
     assert info["status"] == "complete" and info["space"]["valid"] > 0
     _check_report_formats(run, lb)
+
+
+
+def test_a_machine_slower_at_the_re_measure_gets_its_baselines_re_timed_and_is_reported(tmp_path):
+    """When every re-measured variant comes out slower than in the search by more than its spread,
+    the host changed speed: the baselines are timed again after the re-measure (so the top rows'
+    speedups compare times taken at the same speed), and the report says so."""
+    backend = SlowerAtTheEndCpuBackend(get_target("cpu"), from_reps=7, factor=3.0)
+    run = tune(settings(tmp_path, final_reps=7), console=QUIET, backend=backend)
+    records = Store.for_run(run).records()
+    # timed again after every search measurement: after the re-measure, or right before it when the
+    # first timing was already over a minute old (a slow machine), never only at the start
+    searched = max(r.timestamp for r in records if r.phase == "search")
+    baselines = [r for r in records if r.phase == "baseline" and r.config["baseline"] == "unfused"]
+    assert len([r for r in records if r.phase == "final" and r.status == "ok"]) == 2
+    assert len(baselines) == 2 and baselines[-1].timestamp > searched
+    lb = build_leaderboard(run)
+    assert lb.remeasure_shift == pytest.approx(3.0, rel=0.5)
+    unfused = next(b for b in lb.baselines if b["name"] == "unfused")
+    assert unfused["median"] == baselines[-1].median
+    from forge.report.render import headline
+    assert any(x.startswith("the 2 re-measured variants (*) ran") for x in headline(lb))
 
 
 def _check_report_formats(run, lb):

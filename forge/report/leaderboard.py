@@ -3,7 +3,10 @@
 The variants re-measured at the end are ranked first, by that measurement; a row whose median
 differs from the head of its tie group by less than the wider of the two spreads (interquartile
 ranges) is reported as a tie with it. Variants that failed in any
-way are never ranked, only counted.
+way are never ranked, only counted. When every re-measured variant moved the same way between the
+search and the re-measure by more than its spread, the machine's speed changed during the run, and
+the leaderboard carries that factor (`remeasure_shift`, forge/results/remeasure.py) so the report
+can say so.
 """
 from __future__ import annotations
 
@@ -14,6 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.results import Record, Store
+from forge.results.remeasure import shift_of_records
 from forge.tuner import read_run_file
 
 
@@ -44,6 +48,7 @@ class Leaderboard:
     rejections: dict[str, int]
     failures: list[dict[str, Any]]
     convergence: list[tuple[int, float]]
+    remeasure_shift: float | None = None
 
     @property
     def measured(self) -> bool:
@@ -60,7 +65,7 @@ class Leaderboard:
                 "space": self.info.get("space"), "baselines": self.baselines,
                 "rows": [asdict(r) for r in self.rows], "status_counts": self.status_counts,
                 "rejections": self.rejections, "failures": self.failures,
-                "convergence": self.convergence}
+                "convergence": self.convergence, "remeasure_shift": self.remeasure_shift}
 
 
 def reason_kind(reason: str) -> str:
@@ -125,7 +130,8 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
             best = r.median
         if best is not None:
             convergence.append((n, best))
-    return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence)
+    return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence,
+                       shift_of_records(records))
 
 
 def tie_ranks(medians: list[float], spreads: list[float]) -> list[int | None]:
