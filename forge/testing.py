@@ -130,17 +130,31 @@ class DriverlessCpuBackend(SlotLogCpuBackend):
 
 
 class SlowerAtTheEndCpuBackend(CpuBackend):
-    """CPU backend on a host that slows down before the final re-measure: every run of at least
-    `from_reps` repetitions (the final re-measure's count, more than the search's) has its timings
-    multiplied by `factor`, so a test can check what the tuner and the report do when the machine's
-    speed changes during a run, without depending on this machine's actual noise."""
+    """CPU backend whose variants run `factor` times slower from the first run of at least
+    `from_reps` repetitions on (the final re-measure's count, more than the search's); with
+    `baselines_too`, the baselines timed after that are slower by the same factor, as on a host that
+    slowed down, and without it they are not, as when only the search times were low draws. A test
+    can so check what the tuner and the report do in each case without depending on this machine's
+    actual noise. Measured in the process that runs forge (the local executor's device slot), so
+    the switch is a plain attribute."""
 
-    def __init__(self, target: Target, from_reps: int, factor: float, **options: Any):
+    def __init__(self, target: Target, from_reps: int, factor: float, baselines_too: bool, **options: Any):
         super().__init__(target, **options)
-        self.from_reps, self.factor = from_reps, factor
+        self.from_reps, self.factor, self.baselines_too = from_reps, factor, baselines_too
+        self.slow = False
 
-    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
-        m = super().run(artifact, variant, **kwargs)
-        if kwargs["reps"] >= self.from_reps and m.status == "ok":
+    def _slowed(self, m: Measurement) -> Measurement:
+        if self.slow and m.status == "ok":
             m.timings = [t * self.factor for t in m.timings]
         return m
+
+    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
+        self.slow = self.slow or kwargs["reps"] >= self.from_reps
+        return self._slowed(super().run(artifact, variant, **kwargs))
+
+    def baselines(self, problem, cache_dir, **kwargs: Any) -> list[Baseline]:
+        bases = super().baselines(problem, cache_dir, **kwargs)
+        if self.baselines_too:
+            for b in bases:
+                self._slowed(b.measurement)
+        return bases

@@ -405,7 +405,10 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
 
 
 def _final(ctx: Context, executor) -> None:
-    """Re-measure the top candidates with more repetitions (ties are judged on these)."""
+    """Re-measure the top candidates with more repetitions (ties are judged on these). When all of
+    them moved the same way, the baselines are timed again: whether they moved too tells a change of
+    the machine's speed from lucky search times (forge/results/remeasure.py), and the speedups of the
+    re-measured rows then compare times taken at the same speed."""
     s = ctx.settings
     if s.top_k == 0 or ctx.store.records(phase="final"):
         return
@@ -424,12 +427,10 @@ def _final(ctx: Context, executor) -> None:
     for outcome in executor.results():
         ctx.store.add(outcome_record(ctx, outcome))
     shift = shift_of_records(ctx.store.records())
-    if shift is not None:
-        ctx.console.print(f"[yellow]the re-measured variants ran {shift:.2f}x their search times: this machine's "
-                          "speed changed during the run[/yellow]" + ("" if retimed else "; re-timing the baselines "
-                          "so the speedups compare times taken at the same speed"))
-        if not retimed:
-            measure_baselines(ctx, executor, again=True)
+    if shift is not None and not retimed:
+        ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "
+                          "the baselines to tell a change of this machine's speed from lucky search times[/dim]")
+        measure_baselines(ctx, executor, again=True)
 
 
 def _offer_to_bank(ctx: Context) -> None:

@@ -80,7 +80,7 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
 
     from forge.problem import Problem
     from forge.report.leaderboard import build_leaderboard
-    from forge.results.remeasure import remeasure_shift
+    from forge.results.remeasure import Shift, describe, remeasure_shift
     from forge.results import Record, Store
 
     slow = [((2.78e-3, 2e-4), (3.97e-3, 5e-5)), ((2.82e-3, 1e-4), (4.45e-3, 5e-5)), ((3.12e-3, 3e-5), (3.96e-3, 1e-4))]
@@ -89,6 +89,11 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
     assert remeasure_shift(slow[:2] + [((3.12e-3, 3e-5), (3.15e-3, 1e-4))]) is None     # within its spread
     assert remeasure_shift(slow[:2] + [((3.12e-3, 3e-5), (2.5e-3, 1e-4))]) is None      # one moved the other way
     assert abs(remeasure_shift([((2e-3, 0.0), (1e-3, 0.0)), ((4e-3, 0.0), (3e-3, 0.0))]) - 0.625) < 1e-9
+    # the baselines, timed again, tell the host (moved at least half as far, in log terms) from luck
+    assert "1.50x slower" in describe(Shift(1.5, 2, None)) and "0.80x" not in describe(Shift(0.8, 2, None))
+    assert "moved likewise (1.30x): this machine ran at another speed" in describe(Shift(1.5, 2, 1.3))
+    assert "did not (1.10x): the search times of the best were low draws" in describe(Shift(1.5, 2, 1.1))
+    assert "did not (0.70x)" in describe(Shift(1.5, 2, 0.7)) and "1.25x faster" in describe(Shift(0.8, 2, 0.8))
 
     p = Problem(**PROBLEM)
     (tmp_path / "run.json").write_text(json.dumps({"problem": PROBLEM, "measured": True, "status": "complete",
@@ -105,9 +110,11 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
         store.close()
     lb = build_leaderboard(tmp_path)
     assert [r.remeasured for r in lb.rows] == [True, True, True, False] and lb.rows[3].median == 3.15e-3
-    assert abs(lb.remeasure_shift - 3.97 / 2.78) < 1e-9 and lb.to_dict()["remeasure_shift"] == lb.remeasure_shift
+    assert abs(lb.remeasure.factor - 3.97 / 2.78) < 1e-9 and lb.remeasure.baselines is None
+    assert lb.to_dict()["remeasure"]["count"] == 3
     out = io.StringIO()
     print_leaderboard(lb, Console(file=out, width=400))
     assert "the 3 re-measured variants (*) ran 1.43x slower at the end than in the search" in out.getvalue()
+    assert "either this machine ran at another speed at the end, or the search times" in out.getvalue()
     assert not any("re-measured variants" in x for x in headline(Leaderboard(
         str(tmp_path), lb.info, lb.rows, [], {"ok": 4}, {}, [], [])))

@@ -4,9 +4,8 @@ The variants re-measured at the end are ranked first, by that measurement; a row
 differs from the head of its tie group by less than the wider of the two spreads (interquartile
 ranges) is reported as a tie with it. Variants that failed in any
 way are never ranked, only counted. When every re-measured variant moved the same way between the
-search and the re-measure by more than its spread, the machine's speed changed during the run, and
-the leaderboard carries that factor (`remeasure_shift`, forge/results/remeasure.py) so the report
-can say so.
+search and the re-measure by more than its spread, the leaderboard carries that shift and what the
+baselines did (`remeasure`, forge/results/remeasure.py), so the report can say why.
 """
 from __future__ import annotations
 
@@ -17,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.results import Record, Store
-from forge.results.remeasure import shift_of_records
+from forge.results.remeasure import Shift, shift_of_records
 from forge.tuner import read_run_file
 
 
@@ -48,7 +47,7 @@ class Leaderboard:
     rejections: dict[str, int]
     failures: list[dict[str, Any]]
     convergence: list[tuple[int, float]]
-    remeasure_shift: float | None = None
+    remeasure: Shift | None = None
 
     @property
     def measured(self) -> bool:
@@ -65,7 +64,7 @@ class Leaderboard:
                 "space": self.info.get("space"), "baselines": self.baselines,
                 "rows": [asdict(r) for r in self.rows], "status_counts": self.status_counts,
                 "rejections": self.rejections, "failures": self.failures,
-                "convergence": self.convergence, "remeasure_shift": self.remeasure_shift}
+                "convergence": self.convergence, "remeasure": asdict(self.remeasure) if self.remeasure else None}
 
 
 def reason_kind(reason: str) -> str:

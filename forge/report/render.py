@@ -13,6 +13,7 @@ from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
 from forge.results.lock import folder_holder, holder_text
+from forge.results.remeasure import describe
 from forge.variant import config_text
 
 
@@ -66,8 +67,8 @@ def headline(lb: Leaderboard) -> list[str]:
         lines.append("served by the tuning bank: only its config was evaluated, the search skipped (--no-bank searches)")
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
-        if lb.remeasure_shift:
-            lines.append(shift_line(lb.remeasure_shift, sum(r.remeasured for r in lb.rows)))
+        if lb.remeasure:
+            lines.append(describe(lb.remeasure))
     else:
         lines.append(modeled_line(lb.info.get("measure_note", "")))
         checks = [str(r.extra.get("correctness", "")) for r in lb.rows if "correctness" in r.extra]
@@ -95,15 +96,6 @@ def headline(lb: Leaderboard) -> list[str]:
                          "bandwidth is DRAM's while a small working set stays in cache); compare rows with "
                          "each other")
     return lines
-
-
-def shift_line(shift: float, n: int) -> str:
-    """Why a row without * can read faster than the * rows above it: the machine, not the variants."""
-    how = f"{shift:.2f}x slower" if shift > 1 else f"{1 / shift:.2f}x faster"
-    return (f"the {n} re-measured variants (*) ran {how} at the end than in the search, each by more than its "
-            "spread: this machine's speed changed during the run. Rows without * keep their search-time "
-            "medians and rank below the * rows (each was slower than they were in the search); their times "
-            "and speedups are not comparable with the * rows'")
 
 
 def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
