@@ -130,17 +130,17 @@ class DriverlessCpuBackend(SlotLogCpuBackend):
 
 
 class SlowerAtTheEndCpuBackend(CpuBackend):
-    """CPU backend whose variants run `factor` times slower from the first run of at least
-    `from_reps` repetitions on (the final re-measure's count, more than the search's); with
-    `baselines_too`, the baselines timed after that are slower by the same factor, as on a host that
-    slowed down, and without it they are not, as when only the search times were low draws. A test
-    can so check what the tuner and the report do in each case without depending on this machine's
-    actual noise. Measured in the process that runs forge (the local executor's device slot), so
-    the switch is a plain attribute."""
+    """CPU backend whose variants run `factor` times slower from the final re-measure on (a run
+    with the final phase's inputs for the run seed `run_seed`); with `baselines_too`, the baselines
+    timed after that are slower by the same factor, as on a host that slowed down, and without it
+    they are not, as when only the search times were low draws. A test can so check what the tuner
+    and the report do in each case without depending on this machine's actual noise. Measured in
+    the process that runs forge (the local executor's device slot), so the switch is a plain
+    attribute."""
 
-    def __init__(self, target: Target, from_reps: int, factor: float, baselines_too: bool, **options: Any):
+    def __init__(self, target: Target, run_seed: int, factor: float, baselines_too: bool, **options: Any):
         super().__init__(target, **options)
-        self.from_reps, self.factor, self.baselines_too = from_reps, factor, baselines_too
+        self.run_seed, self.factor, self.baselines_too = run_seed, factor, baselines_too
         self.slow = False
 
     def _slowed(self, m: Measurement) -> Measurement:
@@ -149,7 +149,9 @@ class SlowerAtTheEndCpuBackend(CpuBackend):
         return m
 
     def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
-        self.slow = self.slow or kwargs["reps"] >= self.from_reps
+        from forge.tuner import input_seed
+
+        self.slow = self.slow or kwargs["seed"] == input_seed(variant, self.run_seed, "final")
         return self._slowed(super().run(artifact, variant, **kwargs))
 
     def baselines(self, problem, cache_dir, **kwargs: Any) -> list[Baseline]:
@@ -158,3 +160,17 @@ class SlowerAtTheEndCpuBackend(CpuBackend):
             for b in bases:
                 self._slowed(b.measurement)
         return bases
+
+
+class RunOrderCpuBackend(CpuBackend):
+    """CPU backend that keeps (variant key, repetitions) of every run in `runs`, in the order they
+    were measured, so a test can see how the re-measure takes turns. Runs are measured in the
+    process that runs forge (the local executor's device slot), so a plain list sees them all."""
+
+    def __init__(self, target: Target, **options: Any):
+        super().__init__(target, **options)
+        self.runs: list[tuple[str, int]] = []
+
+    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
+        self.runs.append((variant.key(), kwargs["reps"]))
+        return super().run(artifact, variant, **kwargs)

@@ -10,7 +10,7 @@ import hashlib
 import json
 import os
 import time
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from pathlib import Path
 from typing import Any
@@ -40,6 +40,11 @@ RUN_FILE = "run.json"
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
 # speedup never divides times taken under different machine load.
 BASELINE_RETIME_AFTER_S = 60.0
+# The final re-measure splits its repetitions over this many runs of each candidate, the candidates
+# taking turns: a time varies from run to run (process start, placement, page layout) by more than
+# the spread within one run, so one disturbed run must not set a finalist's time, and drift during
+# the re-measure must fall on every finalist alike. The pooled spread then holds the run-to-run part.
+FINAL_ROUNDS = 3
 OPTUNA_FILE = "optuna.sqlite"
 CACHE_DIR = Path(os.environ.get("FORGE_CACHE", Path.home() / ".cache" / "forge" / "build"))
 
@@ -420,17 +425,37 @@ def _final(ctx: Context, executor) -> None:
     retimed = time.time() - last_baseline > BASELINE_RETIME_AFTER_S
     if retimed:
         measure_baselines(ctx, executor, again=True)
-    ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions…")
-    for r in top:
-        v = Variant(ctx.problem, ctx.backend.target.name, r.config)
-        executor.submit(Job(v, input_seed(v, s.seed, "final"), s.final_reps, s.warmup, s.timeout * 3, "final", r.trial))
-    for outcome in executor.results():
-        ctx.store.add(outcome_record(ctx, outcome))
+    rounds = min(FINAL_ROUNDS, s.final_reps)
+    ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions each, in {rounds} "
+                      "runs taking turns…")
+    runs: dict[str, list[Outcome]] = {}
+    for i in range(rounds):
+        reps = s.final_reps // rounds + (i < s.final_reps % rounds)
+        for r in top:
+            v = Variant(ctx.problem, ctx.backend.target.name, r.config)
+            executor.submit(Job(v, input_seed(v, s.seed, "final"), reps, s.warmup, s.timeout * 3, "final", r.trial))
+        for outcome in executor.results():
+            runs.setdefault(outcome.job.variant.key(), []).append(outcome)
+    for outcomes in runs.values():
+        ctx.store.add(outcome_record(ctx, pooled(outcomes)))
     shift = shift_of_records(ctx.store.records())
     if shift is not None and not retimed:
         ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "
                           "the baselines to tell a change of this machine's speed from lucky search times[/dim]")
         measure_baselines(ctx, executor, again=True)
+
+
+def pooled(outcomes: list[Outcome]) -> Outcome:
+    """One outcome of a variant's final runs: every repetition of every run, or the first run that
+    failed (a finalist that crashes, hangs or goes wrong once is not ranked on its other runs)."""
+    failed = next((o for o in outcomes if o.measurement.status != "ok"), None)
+    if failed is not None:
+        return failed
+    first = outcomes[0]
+    m = first.measurement
+    timings = [t for o in outcomes for t in o.measurement.timings]
+    job = replace(first.job, reps=len(timings))
+    return replace(first, job=job, measurement=replace(m, timings=timings, extra={**m.extra, "runs": len(outcomes)}))
 
 
 def _offer_to_bank(ctx: Context) -> None:

@@ -17,7 +17,7 @@ from forge.config import TuneSettings
 from forge.report.leaderboard import build_leaderboard
 from forge.results import Store
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend, SlowerAtTheEndCpuBackend
+from forge.testing import FaultyCpuBackend, RunOrderCpuBackend, SlowerAtTheEndCpuBackend
 from forge.results.lock import FolderInUse
 from forge.tuner import problem_of, resume, tune
 
@@ -48,6 +48,23 @@ def test_tune_ranks_correct_variants_with_speedups(tmp_path):
 
 
 
+
+def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
+    """The finalists' repetitions are split over FINAL_ROUNDS runs each (7 = 3 + 2 + 2), the
+    finalists taking turns, and each finalist's record holds every repetition of its runs."""
+    from forge.tuner import FINAL_ROUNDS
+
+    backend = RunOrderCpuBackend(get_target("cpu"))
+    run = tune(settings(tmp_path, final_reps=7), console=QUIET, backend=backend)
+    finals = [r for r in Store.for_run(run).records() if r.phase == "final"]
+    assert FINAL_ROUNDS == 3 and len(finals) == 2
+    last = backend.runs[-6:]
+    assert [reps for _, reps in last] == [3, 3, 2, 2, 2, 2]
+    a, b = last[0][0], last[1][0]
+    assert a != b and all({last[i][0], last[i + 1][0]} == {a, b} for i in (0, 2, 4))   # each round both
+    assert {r.variant_key for r in finals} == {a, b}
+    assert all(len(r.timings) == 7 and r.extra["runs"] == 3 for r in finals)
+
 @pytest.mark.parametrize("baselines_too, says", [
     (True, "x): this machine ran at another speed at the end"),
     (False, "x): the search times of the best were low draws")])
@@ -57,8 +74,8 @@ def test_a_re_measure_that_moves_every_variant_re_times_the_baselines_to_say_why
     at least 3.2x the rule needs), the host changed speed; if not (here only noise, far below 3.2x),
     the search times were lucky. The report says which, and the speedups use the new
     baselines."""
-    backend = SlowerAtTheEndCpuBackend(get_target("cpu"), from_reps=7, factor=10.0, baselines_too=baselines_too)
-    run = tune(settings(tmp_path, final_reps=7), console=QUIET, backend=backend)
+    backend = SlowerAtTheEndCpuBackend(get_target("cpu"), run_seed=0, factor=10.0, baselines_too=baselines_too)
+    run = tune(settings(tmp_path, final_reps=7, seed=0), console=QUIET, backend=backend)
     records = Store.for_run(run).records()
     # timed again after every search measurement: after the re-measure, or right before it when the
     # first timing was already over a minute old (a slow machine)
