@@ -428,16 +428,19 @@ def _final(ctx: Context, executor) -> None:
     rounds = min(FINAL_ROUNDS, s.final_reps)
     ctx.console.print(f"re-measuring the top {len(top)} with {s.final_reps} repetitions each, in {rounds} "
                       "runs taking turns…")
-    runs: dict[str, list[Outcome]] = {}
+    runs: dict[str, list[Outcome]] = {r.variant_key: [] for r in top}
     for i in range(rounds):
         reps = s.final_reps // rounds + (i < s.final_reps % rounds)
         for r in top:
+            if any(o.measurement.status != "ok" for o in runs[r.variant_key]):
+                continue                      # failed once: recorded so, not run (or hung) again
             v = Variant(ctx.problem, ctx.backend.target.name, r.config)
             executor.submit(Job(v, input_seed(v, s.seed, "final"), reps, s.warmup, s.timeout * 3, "final", r.trial))
         for outcome in executor.results():
             runs.setdefault(outcome.job.variant.key(), []).append(outcome)
     for outcomes in runs.values():
-        ctx.store.add(outcome_record(ctx, pooled(outcomes)))
+        if outcomes:
+            ctx.store.add(outcome_record(ctx, pooled(outcomes)))
     shift = shift_of_records(ctx.store.records())
     if shift is not None and not retimed:
         ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "

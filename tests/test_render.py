@@ -74,8 +74,9 @@ def test_an_unfinished_run_says_whether_it_is_still_going_or_was_interrupted(tmp
 def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_path):
     """The demo once re-measured its top 3 at 1.43x their search times: rank 4 then read faster than
     rank 1. When every re-measured variant moves the same way by more than its spread, the report
-    says the machine's speed changed (from the real records of a run folder); one variant moving,
-    moves within the spread, or moves both ways are noise and say nothing."""
+    says so (from the real records of a run folder) and, from the baselines timed again, whether
+    the host or lucky search times explain it; one variant moving, moves within the spread, or
+    moves both ways are noise and say nothing."""
     import json
 
     from forge.problem import Problem

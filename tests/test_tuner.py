@@ -47,8 +47,6 @@ def test_tune_ranks_correct_variants_with_speedups(tmp_path):
     _check_report_formats(run, lb)
 
 
-
-
 def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
     """The finalists' repetitions are split over FINAL_ROUNDS runs each (7 = 3 + 2 + 2), the
     finalists taking turns, and each finalist's record holds every repetition of its runs."""
@@ -64,6 +62,25 @@ def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
     assert a != b and all({last[i][0], last[i + 1][0]} == {a, b} for i in (0, 2, 4))   # each round both
     assert {r.variant_key for r in finals} == {a, b}
     assert all(len(r.timings) == 7 and r.extra["runs"] == 3 for r in finals)
+
+
+def test_a_finalist_that_fails_in_one_run_is_recorded_with_that_failure():
+    """Pooling the final runs keeps every repetition of runs that all succeeded, and a finalist
+    that crashed, hung or went wrong in any run is recorded with that run's failure."""
+    from forge.backends.base import Measurement, Verdict
+    from forge.executor import Job, Outcome
+    from forge.problem import Problem
+    from forge.tuner import pooled
+    from forge.variant import Variant
+
+    job = Job(Variant(Problem(op="softmax", shape={"M": 8, "N": 64}), "cpu", {"tile": 1}), seed=1, reps=2)
+    ok = [Outcome(job, Verdict(True), None, Measurement("ok", timings=[1.0, 2.0])),
+          Outcome(job, Verdict(True), None, Measurement("ok", timings=[3.0]))]
+    both = pooled(ok)
+    assert both.measurement.timings == [1.0, 2.0, 3.0] and both.job.reps == 3 and both.measurement.extra["runs"] == 2
+    hung = Outcome(job, Verdict(True), None, Measurement("timeout", "no result within 3 s"))
+    assert pooled([ok[0], hung, ok[1]]) is hung
+
 
 @pytest.mark.parametrize("baselines_too, says", [
     (True, "x): this machine ran at another speed at the end"),

@@ -76,8 +76,8 @@ def shift_of_records(records: list[Record]) -> Shift | None:
 
 
 def describe(shift: Shift) -> str:
-    """One line for the report (and the tuner's console) that says what the re-measure found and,
-    from the baselines, why; the rows not re-measured are read differently in each case."""
+    """One line for the report's headline: what the re-measure found and, from the baselines, why;
+    the rows not re-measured are read differently in each case."""
     how = f"{shift.factor:.2f}x slower" if shift.factor > 1 else f"{1 / shift.factor:.2f}x faster"
     head = (f"the {shift.count} re-measured variants (*) ran {how} at the end than in the search, each by more "
             "than its spread")
