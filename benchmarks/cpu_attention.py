@@ -103,7 +103,7 @@ def side_by_side(p, config: dict, args: argparse.Namespace) -> dict:
         for name, art in (("fused", fused), ("unfused", unfused)):
             m = run_executable(art.path, p, check=False, **kw)
             times[name].append(statistics.median(m.timings) if m.status == "ok" else float("nan"))
-        v = measure_vendor(p, check=False, threads=int(backend.target.details["cores"]), **kw)
+        v = (measure_vendor(p, check=False, threads=[int(backend.target.details["cores"])], **kw) or [None])[0]
         ok = v is not None and v.measurement.status == "ok"
         times["torch"].append(statistics.median(v.measurement.timings) if ok else float("nan"))
         times["numpy"].append(numpy_matmul_rate(reps=3))

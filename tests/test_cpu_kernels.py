@@ -87,3 +87,28 @@ def test_unfused_baseline_correct(backend, cache_dir, op, shape, attrs, monkeypa
     (base,) = backend.baselines(p, cache_dir, seed=1, reps=2, timeout=30)
     assert base.name == "unfused" and base.measurement.status == "ok", base.measurement.reason
     assert base.measurement.extra["steps"] == get_op(op).unfused_steps(p)
+
+
+def test_torch_baseline_times_every_thread_count_in_one_process(monkeypatch):
+    """The vendor baseline is timed at each thread count the tuned kernels may choose, all in one
+    subprocess (torch's import is paid once), each run checked against the float64 reference."""
+    import subprocess
+
+    import forge.backends.cpu.vendor as vendor
+
+    pytest.importorskip("torch")
+    started = []
+    popen = subprocess.Popen
+
+    def counting(*a, **k):
+        started.append(a[0])
+        return popen(*a, **k)
+
+    monkeypatch.setattr(vendor.subprocess, "Popen", counting)
+    p = get_op("softmax").problem(dict(M=8, N=70), "float32")
+    runs = vendor.measure_vendor(p, seed=1, warmup=0, reps=2, timeout=30, threads=[1, 2], flush_bytes=1024)
+    assert len(started) == 1
+    assert [b.measurement.extra["threads"] for b in runs] == [1, 2]
+    for b in runs:
+        assert b.name == "vendor" and b.measurement.status == "ok", b.measurement.reason
+        assert len(b.measurement.timings) == 2 and b.measurement.errors

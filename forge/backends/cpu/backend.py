@@ -105,18 +105,22 @@ class CpuBackend(Backend):
         tuned kernel also chooses its threads."""
         if self.measure == "model":
             return []
+        counts = sorted({1, hwinfo.cores(self.target)})
+        timed = [self._unfused_at(problem, cache_dir, threads, seed=seed, reps=reps, timeout=timeout, warmup=warmup)
+                 for threads in counts]
+        timed += measure_vendor(problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout, threads=counts,
+                                flush_bytes=self._flush_bytes()) or []
         best: dict[str, Baseline] = {}
-        for threads in sorted({1, hwinfo.cores(self.target)}):
-            for b in self._baselines_at(problem, cache_dir, threads, seed=seed, reps=reps, timeout=timeout,
-                                        warmup=warmup):
-                old = best.get(b.name)
-                if old is None or (b.measurement.status == "ok" and (
-                        old.measurement.status != "ok" or median(b.measurement.timings) < median(old.measurement.timings))):
-                    best[b.name] = b
+        for b in timed:
+            b.label = f"{b.label}, {b.measurement.extra.get('threads', '?')} thread(s)"
+            old = best.get(b.name)
+            if old is None or (b.measurement.status == "ok" and (
+                    old.measurement.status != "ok" or median(b.measurement.timings) < median(old.measurement.timings))):
+                best[b.name] = b
         return list(best.values())
 
-    def _baselines_at(self, problem: Problem, cache_dir: Path, threads: int, *, seed: int, reps: int,
-                      timeout: float, warmup: int) -> list[Baseline]:
+    def _unfused_at(self, problem: Problem, cache_dir: Path, threads: int, *, seed: int, reps: int,
+                    timeout: float, warmup: int) -> Baseline:
         art = self.unfused_artifact(problem, cache_dir, threads)
         if art.ok:
             m = run_executable(art.path, problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout,
@@ -125,13 +129,7 @@ class CpuBackend(Backend):
             m = Measurement("compile_error", art.error)
         m.extra.update({"threads": threads, "steps": get_op(problem.op).unfused_steps(problem),
                         "source_hash": art.source_hash})
-        out = [Baseline("unfused", f"{cgen.unfused_label(problem)}, {threads} thread(s)", m)]
-        vendor = measure_vendor(problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout, threads=threads,
-                                flush_bytes=self._flush_bytes())
-        if vendor is not None:
-            vendor.label = f"{vendor.label}, {threads} thread(s)"
-            out.append(vendor)
-        return out
+        return Baseline("unfused", cgen.unfused_label(problem), m)
 
     def measure_available(self) -> tuple[bool, str]:
         if self.measure == "model":

@@ -1,6 +1,7 @@
 """The vendor baseline on CPU: PyTorch's own kernels, timed like our kernels, in a subprocess.
 
-Run as `python -m forge.backends.cpu.vendor` with a JSON request on stdin; prints one JSON line.
+Run as `python -m forge.backends.cpu.vendor` with a JSON request on stdin (the thread counts to
+time it at, in turn); prints one JSON line with a run per thread count.
 The subprocess keeps torch (and its thread pool) out of the tuner's process and lets a hang be
 killed. Correctness is checked with the operator's float64 reference as for every variant.
 """
@@ -14,7 +15,7 @@ import subprocess
 import sys
 import time
 from pathlib import Path
-from typing import Any
+from typing import Any, Sequence
 
 from forge.backends.base import Baseline, Measurement
 from forge.problem import Problem
@@ -29,34 +30,43 @@ LABELS = {
 }
 
 
-def measure_vendor(problem: Problem, *, seed: int, warmup: int, reps: int, timeout: float, threads: int,
-                   flush_bytes: int, check: bool = True) -> Baseline | None:
-    """torch timing of the same problem, or None when torch is not installed. `check=False` skips
+def measure_vendor(problem: Problem, *, seed: int, warmup: int, reps: int, timeout: float,
+                   threads: Sequence[int], flush_bytes: int, check: bool = True) -> list[Baseline] | None:
+    """torch timings of the same problem, one Baseline per thread count in `threads`, or None when
+    torch is not installed. One subprocess times every thread count in turn: torch's import takes
+    seconds, as long as the timing itself for most problems, and is paid once. `check=False` skips
     the float64 comparison (re-timing only, as in `run_executable`)."""
     if importlib.util.find_spec("torch") is None or problem.op not in LABELS:
         return None
     req = {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs,
-           "seed": seed, "warmup": warmup, "reps": reps, "threads": threads, "flush_bytes": flush_bytes,
-           "check": check}
+           "seed": seed, "warmup": warmup, "reps": reps, "threads": [int(t) for t in threads],
+           "flush_bytes": flush_bytes, "check": check}
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     label = LABELS[problem.op]
+    limit = timeout * len(req["threads"]) + 60                # + torch import time
+
+    def failed(m: Measurement) -> list[Baseline]:
+        m.extra["threads"] = "/".join(str(t) for t in req["threads"])
+        return [Baseline("vendor", label, m)]
+
     proc = subprocess.Popen([sys.executable, "-m", "forge.backends.cpu.vendor"], stdin=subprocess.PIPE,
                             stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
                             start_new_session=True)
     try:
-        out, err = proc.communicate(json.dumps(req), timeout=timeout + 60)  # + torch import time
+        out, err = proc.communicate(json.dumps(req), timeout=limit)
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
         proc.communicate()
-        return Baseline("vendor", label, Measurement("timeout", f"torch did not finish within {timeout + 60:g} s"))
+        return failed(Measurement("timeout", f"torch did not finish within {limit:g} s"))
     if proc.returncode != 0:
-        return Baseline("vendor", label, Measurement("runtime_error", f"exit {proc.returncode}: {err.strip()[-500:]}"))
+        return failed(Measurement("runtime_error", f"exit {proc.returncode}: {err.strip()[-500:]}"))
     res = json.loads(out.strip().splitlines()[-1])
-    m = Measurement(res["status"], res.get("reason", ""), res.get("timings", []), res.get("errors", {}),
-                    extra={"threads": threads, "torch": res.get("torch", "")})
-    return Baseline("vendor", res.get("label", label), m)
+    return [Baseline("vendor", res.get("label", label),
+                     Measurement(r["status"], r.get("reason", ""), r.get("timings", []), r.get("errors", {}),
+                                 extra={"threads": r["threads"], "torch": res.get("torch", "")}))
+            for r in res["runs"]]
 
 
 def _torch_call(problem: Problem, t: dict[str, Any]):  # noqa: ANN202 - returns a closure over torch tensors
@@ -112,30 +122,34 @@ def _main() -> None:
     req = json.loads(sys.stdin.read())
     problem = Problem(req["op"], req["shape"], req["dtype"], req["attrs"])
     op = get_op(problem.op)
-    torch.set_num_threads(int(req["threads"]))
     inputs = op.make_inputs(problem, int(req["seed"]))
     tensors = {k: torch.from_numpy(v) for k, v in inputs.items()}
     fn = _torch_call(problem, tensors)
+    flush = np.zeros(int(req["flush_bytes"]) // 4 + 16, dtype=np.float32)
+    runs = []
     with torch.inference_mode():
-        out = fn().numpy()
-        res: dict[str, Any] = {"label": f"{LABELS[problem.op]} (torch {torch.__version__})", "torch": torch.__version__}
-        metrics = op.check(problem, inputs, out, seed=int(req["seed"])) if req.get("check", True) else None
-        if metrics is not None:
-            res["errors"] = metrics.as_dict()
-        if metrics is not None and not metrics.ok:
-            res.update(status="incorrect", reason=metrics.reason)
-        else:
-            flush = np.zeros(int(req["flush_bytes"]) // 4 + 16, dtype=np.float32)
-            for _ in range(int(req["warmup"])):
-                fn()
-            timings = []
-            for _ in range(int(req["reps"])):
-                flush[::16] += 1.0                       # evict the caches, untimed
-                t0 = time.perf_counter()
-                fn()
-                timings.append(time.perf_counter() - t0)
-            res.update(status="ok", timings=timings)
-    print(json.dumps(res))
+        for threads in req["threads"]:
+            torch.set_num_threads(int(threads))
+            out = fn().numpy()
+            run: dict[str, Any] = {"threads": int(threads)}
+            metrics = op.check(problem, inputs, out, seed=int(req["seed"])) if req.get("check", True) else None
+            if metrics is not None:
+                run["errors"] = metrics.as_dict()
+            if metrics is not None and not metrics.ok:
+                run.update(status="incorrect", reason=metrics.reason)
+            else:
+                for _ in range(int(req["warmup"])):
+                    fn()
+                timings = []
+                for _ in range(int(req["reps"])):
+                    flush[::16] += 1.0                       # evict the caches, untimed
+                    t0 = time.perf_counter()
+                    fn()
+                    timings.append(time.perf_counter() - t0)
+                run.update(status="ok", timings=timings)
+            runs.append(run)
+    print(json.dumps({"label": f"{LABELS[problem.op]} (torch {torch.__version__})", "torch": torch.__version__,
+                      "runs": runs}))
 
 
 if __name__ == "__main__":
