@@ -41,7 +41,8 @@ class SearchOptions(BaseModel):
     warmup: int = Field(2, ge=0)
     timeout: float = Field(60.0, gt=0, description="seconds before a running variant counts as hung")
     top_k: int = Field(3, ge=0, description="best variants re-measured at the end")
-    final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure, split over several runs of each finalist taking turns (forge.tuner.FINAL_ROUNDS)")
+    final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure, split over several runs "
+                                                  "of each finalist taking turns (forge.tuner.FINAL_ROUNDS)")
     batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices)")
     bank: bool = Field(True, description="look up and update the tuning bank")
     host_check: bool = Field(True, description="CUDA without a GPU: check each variant on the CPU by host "

@@ -112,3 +112,15 @@ def test_torch_baseline_times_every_thread_count_in_one_process(monkeypatch):
     for b in runs:
         assert b.name == "vendor" and b.measurement.status == "ok", b.measurement.reason
         assert len(b.measurement.timings) == 2 and b.measurement.errors
+
+
+def test_a_torch_error_at_one_thread_count_keeps_the_other_counts_runs():
+    """torch refusing one thread count (0 here, which set_num_threads rejects) is recorded for that
+    count with torch's reason; the runs at the other counts are kept."""
+    from forge.backends.cpu.vendor import measure_vendor
+
+    pytest.importorskip("torch")
+    p = get_op("softmax").problem(dict(M=8, N=70), "float32")
+    ok, bad = measure_vendor(p, seed=1, warmup=0, reps=1, timeout=30, threads=[1, 0], flush_bytes=1024)
+    assert ok.measurement.status == "ok" and len(ok.measurement.timings) == 1
+    assert bad.measurement.status == "runtime_error" and "torch raised" in bad.measurement.reason

@@ -129,24 +129,27 @@ def _main() -> None:
     runs = []
     with torch.inference_mode():
         for threads in req["threads"]:
-            torch.set_num_threads(int(threads))
-            out = fn().numpy()
             run: dict[str, Any] = {"threads": int(threads)}
-            metrics = op.check(problem, inputs, out, seed=int(req["seed"])) if req.get("check", True) else None
-            if metrics is not None:
-                run["errors"] = metrics.as_dict()
-            if metrics is not None and not metrics.ok:
-                run.update(status="incorrect", reason=metrics.reason)
-            else:
-                for _ in range(int(req["warmup"])):
-                    fn()
-                timings = []
-                for _ in range(int(req["reps"])):
-                    flush[::16] += 1.0                       # evict the caches, untimed
-                    t0 = time.perf_counter()
-                    fn()
-                    timings.append(time.perf_counter() - t0)
-                run.update(status="ok", timings=timings)
+            try:
+                torch.set_num_threads(int(threads))
+                out = fn().numpy()
+                metrics = op.check(problem, inputs, out, seed=int(req["seed"])) if req.get("check", True) else None
+                if metrics is not None:
+                    run["errors"] = metrics.as_dict()
+                if metrics is not None and not metrics.ok:
+                    run.update(status="incorrect", reason=metrics.reason)
+                else:
+                    for _ in range(int(req["warmup"])):
+                        fn()
+                    timings = []
+                    for _ in range(int(req["reps"])):
+                        flush[::16] += 1.0                   # evict the caches, untimed
+                        t0 = time.perf_counter()
+                        fn()
+                        timings.append(time.perf_counter() - t0)
+                    run.update(status="ok", timings=timings)
+            except Exception as exc:  # noqa: BLE001 - one thread count failing keeps the others' runs
+                run.update(status="runtime_error", reason=f"torch raised {type(exc).__name__}: {exc}"[:500])
             runs.append(run)
     print(json.dumps({"label": f"{LABELS[problem.op]} (torch {torch.__version__})", "torch": torch.__version__,
                       "runs": runs}))
