@@ -114,6 +114,27 @@ def test_torch_baseline_times_every_thread_count_in_one_process(monkeypatch):
         assert len(b.measurement.timings) == 2 and b.measurement.errors
 
 
+def test_torch_crashing_at_one_thread_count_fails_only_that_count(monkeypatch):
+    """A hard crash of the torch subprocess (an abort, no Python error to catch) at one thread count
+    is recorded for that count; the count before it keeps its run and the count after it is timed
+    in a fresh subprocess."""
+    import forge.backends.cpu.vendor as vendor
+
+    pytest.importorskip("torch")
+    crash_at_2 = ("import os, torch\n"
+                  "set_threads = torch.set_num_threads\n"
+                  "torch.set_num_threads = lambda n: os.abort() if n == 2 else set_threads(n)\n"
+                  "from forge.backends.cpu.vendor import _main\n"
+                  "_main()\n")
+    monkeypatch.setattr(vendor, "ENTRY", ["-c", crash_at_2])
+    p = get_op("softmax").problem(dict(M=8, N=70), "float32")
+    runs = vendor.measure_vendor(p, seed=1, warmup=0, reps=1, timeout=30, threads=[1, 2, 3], flush_bytes=1024)
+    assert [b.measurement.extra["threads"] for b in runs] == [1, 2, 3]
+    assert [b.measurement.status for b in runs] == ["ok", "runtime_error", "ok"]
+    assert "exit -6" in runs[1].measurement.reason          # SIGABRT
+    assert all("torch" in b.label for b in runs)
+
+
 def test_a_torch_error_at_one_thread_count_keeps_the_other_counts_runs():
     """torch refusing one thread count (0 here, which set_num_threads rejects) is recorded for that
     count with torch's reason; the runs at the other counts are kept."""

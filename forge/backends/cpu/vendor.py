@@ -1,7 +1,8 @@
 """The vendor baseline on CPU: PyTorch's own kernels, timed like our kernels, in a subprocess.
 
 Run as `python -m forge.backends.cpu.vendor` with a JSON request on stdin (the thread counts to
-time it at, in turn); prints one JSON line with a run per thread count.
+time it at, in turn); prints a JSON header line once torch is imported, then one JSON line per
+thread count as soon as it is timed, so a crash or hang at one count loses only that count.
 The subprocess keeps torch (and its thread pool) out of the tuner's process and lets a hang be
 killed. Correctness is checked with the operator's float64 reference as for every variant.
 """
@@ -29,44 +30,72 @@ LABELS = {
     "swiglu": "torch silu(a) * b (torch has no fused SwiGLU)",
 }
 
+# How the subprocess is started, after the interpreter (tests start a variant that crashes).
+ENTRY = ["-m", "forge.backends.cpu.vendor"]
+
 
 def measure_vendor(problem: Problem, *, seed: int, warmup: int, reps: int, timeout: float,
                    threads: Sequence[int], flush_bytes: int, check: bool = True) -> list[Baseline] | None:
     """torch timings of the same problem, one Baseline per thread count in `threads`, or None when
     torch is not installed. One subprocess times every thread count in turn: torch's import takes
-    seconds, as long as the timing itself for most problems, and is paid once. `check=False` skips
-    the float64 comparison (re-timing only, as in `run_executable`)."""
+    seconds, as long as the timing itself for most problems, and is paid once. When it dies or hangs
+    at one count, that count is recorded so and the counts after it are timed in a fresh subprocess.
+    `check=False` skips the float64 comparison (re-timing only, as in `run_executable`)."""
     if importlib.util.find_spec("torch") is None or problem.op not in LABELS:
         return None
     req = {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs,
-           "seed": seed, "warmup": warmup, "reps": reps, "threads": [int(t) for t in threads],
-           "flush_bytes": flush_bytes, "check": check}
+           "seed": seed, "warmup": warmup, "reps": reps, "flush_bytes": flush_bytes, "check": check}
+    return _measure_counts(req, [int(t) for t in threads], timeout)
+
+
+def _measure_counts(req: dict[str, Any], counts: list[int], timeout: float) -> list[Baseline]:
+    """A Baseline for each of `counts`, timed in turn in one subprocess, and in a fresh one for the
+    counts after one it died or hung at."""
     env = dict(os.environ)
     root = str(Path(__file__).resolve().parents[3])
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
-    label = LABELS[problem.op]
-    limit = timeout * len(req["threads"]) + 60                # + torch import time
-
-    def failed(m: Measurement) -> list[Baseline]:
-        m.extra["threads"] = "/".join(str(t) for t in req["threads"])
-        return [Baseline("vendor", label, m)]
-
-    proc = subprocess.Popen([sys.executable, "-m", "forge.backends.cpu.vendor"], stdin=subprocess.PIPE,
-                            stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, env=env,
-                            start_new_session=True)
+    label = LABELS[req["op"]]
+    limit = timeout * len(counts) + 60                        # + torch import time
+    proc = subprocess.Popen([sys.executable, *ENTRY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+                            stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
-        out, err = proc.communicate(json.dumps(req), timeout=limit)
+        out, err = proc.communicate(json.dumps({**req, "threads": counts}), timeout=limit)
+        failure = None if proc.returncode == 0 else Measurement(
+            "runtime_error", f"exit {proc.returncode}: {err.strip()[-500:]}")
     except subprocess.TimeoutExpired:
         os.killpg(proc.pid, signal.SIGKILL)
-        proc.communicate()
-        return failed(Measurement("timeout", f"torch did not finish within {limit:g} s"))
-    if proc.returncode != 0:
-        return failed(Measurement("runtime_error", f"exit {proc.returncode}: {err.strip()[-500:]}"))
-    res = json.loads(out.strip().splitlines()[-1])
-    return [Baseline("vendor", res.get("label", label),
-                     Measurement(r["status"], r.get("reason", ""), r.get("timings", []), r.get("errors", {}),
-                                 extra={"threads": r["threads"], "torch": res.get("torch", "")}))
-            for r in res["runs"]]
+        out, _ = proc.communicate()
+        failure = Measurement("timeout", f"torch did not finish within {limit:g} s")
+    lines = _json_lines(out)
+    header = next((d for d in lines if "label" in d), None)
+    runs = [d for d in lines if "threads" in d]
+    label = header["label"] if header else label
+    done = [Baseline("vendor", label, Measurement(r["status"], r.get("reason", ""), r.get("timings", []),
+                                                  r.get("errors", {}),
+                                                  extra={"threads": r["threads"], "torch": header["torch"]}))
+            for r in runs]
+    left = counts[len(runs):]
+    if not left:
+        return done
+    if failure is None:
+        failure = Measurement("runtime_error", "torch exited without timing this thread count")
+    if header is None:                        # torch never started: every count would fail alike
+        failure.extra["threads"] = "/".join(str(t) for t in left)
+        return done + [Baseline("vendor", label, failure)]
+    failure.extra.update(threads=left[0], torch=header["torch"])
+    rest = _measure_counts(req, left[1:], timeout) if left[1:] else []
+    return done + [Baseline("vendor", label, failure)] + rest
+
+
+def _json_lines(out: str) -> list[dict[str, Any]]:
+    """The complete JSON lines of the subprocess's output (a crash can cut the last one short)."""
+    lines = []
+    for line in out.splitlines():
+        try:
+            lines.append(json.loads(line))
+        except json.JSONDecodeError:
+            continue
+    return [d for d in lines if isinstance(d, dict)]
 
 
 def _torch_call(problem: Problem, t: dict[str, Any]):  # noqa: ANN202 - returns a closure over torch tensors
@@ -126,7 +155,8 @@ def _main() -> None:
     tensors = {k: torch.from_numpy(v) for k, v in inputs.items()}
     fn = _torch_call(problem, tensors)
     flush = np.zeros(int(req["flush_bytes"]) // 4 + 16, dtype=np.float32)
-    runs = []
+    print(json.dumps({"label": f"{LABELS[problem.op]} (torch {torch.__version__})", "torch": torch.__version__}),
+          flush=True)
     with torch.inference_mode():
         for threads in req["threads"]:
             run: dict[str, Any] = {"threads": int(threads)}
@@ -150,9 +180,7 @@ def _main() -> None:
                     run.update(status="ok", timings=timings)
             except Exception as exc:  # noqa: BLE001 - one thread count failing keeps the others' runs
                 run.update(status="runtime_error", reason=f"torch raised {type(exc).__name__}: {exc}"[:500])
-            runs.append(run)
-    print(json.dumps({"label": f"{LABELS[problem.op]} (torch {torch.__version__})", "torch": torch.__version__,
-                      "runs": runs}))
+            print(json.dumps(run), flush=True)
 
 
 if __name__ == "__main__":
