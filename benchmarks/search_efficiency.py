@@ -53,10 +53,11 @@ from forge.search.strategies import check_strategy_options  # noqa: E402
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
 TARGETS = ROOT / "benchmarks" / "search_targets.yaml"
-# optuna-gp is left out of the default list: GPSampler needs torch and took ~2 s per trial here
-# (115 s for one 50-evaluation run), hours for 25 seeds x 3 spaces x 200; pass it with --strategies.
+# Every plain Optuna sampler the issue names. optuna-gp needs torch (the `torch` extra; without it
+# its rows say "skipped") and is the slowest by far: 30-45 s per 200-evaluation run on the dev
+# machine with Optuna 5.1, about 20 minutes of the default run's 2 processes.
 FORGE_STRATEGIES = ["forge", "random", "optuna-random", "optuna-tpe", "optuna-tpe-multivariate",
-                    "optuna-cmaes", "optuna-qmc", "optuna-qmc-scrambled"]
+                    "optuna-cmaes", "optuna-qmc", "optuna-qmc-scrambled", "optuna-gp"]
 # Every strategy Kernel Tuner 1.5 registers (kernel_tuner.interface._STRATEGY_IMPORTS) except
 # brute_force: the issue asks for forge against *every* Kernel Tuner strategy, and the newer ones
 # (adaptive_tabu_greywolf, hybrid_vndx, nsga2/3) are among the strongest on these spaces. skopt and
@@ -297,6 +298,10 @@ def main(argv: list[str] | None = None) -> int:
     spent: dict[tuple[str, str], float] = {}
     if a.jobs > 1:
         import multiprocessing as mp
+
+        # One torch thread per worker (optuna-gp): with torch's default of one per core, two workers
+        # on two cores ran three times slower. torch is imported in the workers, after this.
+        os.environ.setdefault("OMP_NUM_THREADS", "1")
         pool = mp.get_context("fork").Pool(a.jobs)
         it = pool.imap_unordered(one_run, tasks)
     else:

@@ -348,6 +348,15 @@ def test_search_efficiency_compares_every_kernel_tuner_strategy():
     assert set(efficiency.KT_STRATEGIES) == set(interface._STRATEGY_IMPORTS) - {"brute_force"}
 
 
+def test_search_efficiency_compares_every_plain_optuna_sampler():
+    """The issue compares forge with every plain Optuna sampler: the default --strategies list holds
+    each one forge registers (grid aside: it enumerates the space, it does not search it)."""
+    from forge.search.strategies import OPTUNA_SAMPLERS
+
+    efficiency = _benchmark_module("search_efficiency")
+    assert {f"optuna-{s}" for s in OPTUNA_SAMPLERS if s != "grid"} <= set(efficiency.FORGE_STRATEGIES)
+
+
 def test_search_efficiency_compare_calls_differences_within_two_standard_errors_level():
     efficiency = _benchmark_module("search_efficiency")
     ref = np.array([1.00, 1.02, 1.04, 1.06])             # mean 1.03, se 0.0129
