@@ -12,7 +12,7 @@ import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from forge.errors import ForgeInputError
-from forge.search.strategies import check_strategy_options, strategy_names
+from forge.search.strategies import check_strategy_options, strategy_names, strategy_unavailable
 
 
 RESULTS_DIR = Path("results")   # where runs and benches go without --out (forge runs lists it)
@@ -54,6 +54,9 @@ class SearchOptions(BaseModel):
         # checked with the rest of the settings, before baselines are measured or a folder is made
         if value not in strategy_names():
             raise ValueError(f"unknown sampler; allowed: {', '.join(strategy_names())}")
+        why = strategy_unavailable(value)
+        if why:
+            raise ValueError(why)
         return value
 
     @field_validator("sampler_options")

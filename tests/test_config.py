@@ -55,6 +55,23 @@ def test_unknown_sampler_fails_before_anything_is_measured_or_written(tmp_path):
     assert not out.exists()
 
 
+def test_a_sampler_whose_package_is_missing_fails_up_front_naming_the_extra(tmp_path, monkeypatch):
+    """Optuna's GP sampler imports torch only after its random start; without torch a tune must stop
+    at the settings (exit 2, the extra to install), not crash after ten measured variants."""
+    import importlib.util
+
+    import forge.search.strategies as strategies
+
+    find_spec = importlib.util.find_spec
+    monkeypatch.setattr(strategies.importlib.util, "find_spec",
+                        lambda name, *a: None if name == "torch" else find_spec(name, *a))
+    with pytest.raises(ForgeInputError, match=r"c.yaml: sampler.*needs torch.*forge\[torch\]"):
+        load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: gp\n"))
+    with pytest.raises(ForgeInputError, match="strategy: optuna-gp needs torch"):
+        strategies.strategy_class("optuna-gp")
+    assert strategies.strategy_unavailable("optuna-tpe") is None
+
+
 def test_sampler_options_are_kept_for_the_run_and_checked_by_value(tmp_path):
     cfg = load_config(write(tmp_path, "op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {path_floor: 0.75}\n"))
     assert cfg.settings()[0].sampler_options == {"path_floor": 0.75}

@@ -15,6 +15,7 @@
 from __future__ import annotations
 
 import importlib
+import importlib.util
 from typing import Any
 
 from forge.errors import ForgeInputError
@@ -22,6 +23,9 @@ from forge.search.strategy import Strategy, parse_options
 from forge.space import Enumeration
 
 OPTUNA_SAMPLERS = ("tpe", "tpe-multivariate", "cmaes", "gp", "qmc", "qmc-scrambled", "random", "grid")
+# Optuna samplers that import a package of their own only once their search starts (GPSampler after
+# its random start), named with the forge extra that installs it.
+NEEDS = {"gp": ("torch", "torch")}
 NATIVE = {
     "forge": "forge.search.forge_strategy:ForgeStrategy",
     "random": "forge.search.random_strategy:RandomStrategy",
@@ -42,6 +46,18 @@ def _optuna_sampler(name: str) -> str | None:
     return None
 
 
+def strategy_unavailable(name: str) -> str | None:
+    """Why a known strategy cannot run here (a package it needs is not installed), or None. Asked
+    before a run starts: Optuna's GP sampler would otherwise fail only after its random start."""
+    sampler = _optuna_sampler(name)
+    if sampler in NEEDS:
+        module, extra = NEEDS[sampler]
+        if importlib.util.find_spec(module) is None:
+            return (f"{name} needs {module}, which is not installed: pip install 'forge[{extra}]' "
+                    "(or choose another sampler)")
+    return None
+
+
 def strategy_class(name: str) -> tuple[type[Strategy], dict[str, Any]]:
     """The class behind a registry name, and the fixed arguments the name stands for."""
     if name in NATIVE:
@@ -50,6 +66,9 @@ def strategy_class(name: str) -> tuple[type[Strategy], dict[str, Any]]:
     sampler = _optuna_sampler(name)
     if sampler is None:
         raise ForgeInputError("strategy", f"unknown strategy {name!r}; allowed: {', '.join(strategy_names())}")
+    why = strategy_unavailable(name)
+    if why:
+        raise ForgeInputError("strategy", why)
     from forge.search.optuna_strategy import OptunaStrategy
 
     return OptunaStrategy, {"sampler": sampler}
