@@ -1,6 +1,7 @@
 """Operators: float64 references agree with independent formulas; bad shapes name the dimension."""
 import numpy as np
 import pytest
+from threadpoolctl import threadpool_info, threadpool_limits
 
 from forge.errors import ForgeInputError
 from forge.ops import get_op
@@ -84,6 +85,25 @@ def test_check_flags_nan_and_wrong_values():
     bad = ref.copy(); bad[3, 1] += 1e-2
     m = op.check(p, x, bad)
     assert not m.ok and "row 3 col 1" in m.reason
+
+
+def test_the_reference_is_computed_on_one_blas_thread(monkeypatch):
+    """BLAS workers keep spinning after a multi-threaded call and steal cores from the next kernel
+    timed on this CPU (benchmarks/host_timing_noise.py); the limit must not outlive the check."""
+    blas = lambda: [i["num_threads"] for i in threadpool_info() if i["user_api"] == "blas"]
+    if not blas():
+        pytest.skip("numpy exposes no BLAS library to threadpoolctl")
+    op = get_op("softmax")
+    p = op.problem({"M": 4, "N": 8})
+    x = op.make_inputs(p, 0)
+    ref = op.reference(p, x)
+    seen = []
+    real = type(op).reference_rows
+    monkeypatch.setattr(type(op), "reference_rows", lambda self, *a: seen.append(blas()) or real(self, *a))
+    with threadpool_limits(limits=4, user_api="blas"):
+        assert op.check(p, x, ref).ok
+        assert blas() == [4] * len(blas())
+    assert seen == [[1] * len(blas())]
 
 
 def test_check_samples_rows_of_large_outputs_but_scans_all_for_nan():
