@@ -175,6 +175,21 @@ def _note_result(ctx: Context, rec: Record) -> None:
         ctx.since_improvement += 1
 
 
+def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
+    """The dtypes the target takes this problem in, when its own is refused: a config written for
+    one target (float32 on the CPU) is often reused with `--target` for another (Ascend attention
+    takes float16/bfloat16), and the fix is then one flag."""
+    others = []
+    for dtype in get_op(problem.op).dtypes:
+        if dtype != problem.dtype:
+            try:
+                if backend.supports(replace(problem, dtype=dtype)) is None:
+                    others.append(dtype)
+            except ForgeInputError:
+                pass
+    return others
+
+
 def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
          backend: Backend | None = None) -> Path:
     """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
@@ -185,6 +200,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
     why_not = backend.supports(problem)
     if why_not:
+        others = other_dtypes_supported(backend, problem)
+        if others:
+            raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
+                                           f"allowed there: {', '.join(others)} (--dtype, or dtype: in the config)")
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
     space = backend.space(problem).restrict(settings.space)
     t0 = time.perf_counter()
