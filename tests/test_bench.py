@@ -63,6 +63,10 @@ class FakeTuner:
             raise FolderInUse("--resume", f"{out} is being written by another forge process")
         store = Store.for_run(out)
         base = dict(run_id="r", variant_key="v", op=s.op, shape=s.shape, dtype=s.dtype, target=s.target, attrs=s.attrs)
+        if plan == "interrupt":         # Ctrl-C after one variant was measured
+            store.add(Record(**base, config={"tile": 0}, status="ok", timings=[9 * US] * 3, trial=0))
+            store.close()
+            raise KeyboardInterrupt
         times, unfused, vendor, kind = plan
         for n, t in enumerate(times):
             if isinstance(t, str):
@@ -165,6 +169,18 @@ def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
     assert marker["done"] is True
     assert {r["case_id"]: r["status"] for r in build_board(tmp_path)["cases"]}["32"] == "PASSED"
     assert build_board(tmp_path)["state"]["line"] == ""
+
+
+def test_a_case_stopped_part_way_reads_as_unfinished_not_as_its_result(tmp_path, fake_tuner):
+    fake_tuner({8: ([30, 20], 50, None, "measured"), 16: "interrupt"})
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(make_suite(), "cpu", tmp_path)
+    board = build_board(tmp_path)
+    shown = {r["case_id"]: r["status_text"] for r in board["cases"]}
+    assert shown == {"8": "PASSED", "16": "PASSED (unfinished)", "32": "NOT_RUN", "64": "NOT_RUN",
+                     "99": "UNSUPPORTED"}
+    assert {r["case_id"]: r["status"] for r in board["cases"]}["16"] == "PASSED"   # SOL's vocabulary kept
+    assert to_markdown(board).count("| PASSED (unfinished) |") == 1
 
 
 def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_path, fake_tuner):

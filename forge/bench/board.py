@@ -102,7 +102,9 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
         status = SOL_STATUS[worst]
         reason = next((r.reason for r in tuned if r.status == worst), "")
     row |= {"status": status, "reason": reason,
-            "compiled": any(r.status in BUILT for r in tuned)}
+            "compiled": any(r.status in BUILT for r in tuned),
+            # a case stopped part way has a best so far, not the result of its budget
+            "status_text": f"{status} (unfinished)" if status == "PASSED" and not row["finished"] else status}
     t_k = best.median if best else None
     row |= {"time": t_k, "time_kind": best.time_kind if best else None, "spread": best.spread if best else None,
             "config": best.config if best else None, "errors": best.errors if best else {},
@@ -122,7 +124,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
 def _unsupported_row(u: dict[str, Any]) -> dict[str, Any]:
     empty = dict.fromkeys(("op", "shape", "dtype", "time", "time_kind", "t_b", "baseline_time_kind",
                            "baseline_kind", "speedup", "t_sol", "sol_score", "hap", "evaluations", "config"))
-    return {**empty, **u, "status": UNSUPPORTED, "compiled": False, "convergence": [],
+    return {**empty, **u, "status": UNSUPPORTED, "status_text": UNSUPPORTED, "compiled": False, "convergence": [],
             "key": f"{u['source']}-{u['source_name']}-{u['case_id']}"}
 
 
