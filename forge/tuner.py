@@ -203,7 +203,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         others = other_dtypes_supported(backend, problem)
         if others:
             raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
-                                           f"allowed there: {', '.join(others)} (--dtype, or dtype: in the config)")
+                                           f"allowed there: {', '.join(others)}")
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
     space = backend.space(problem).restrict(settings.space)
     t0 = time.perf_counter()
