@@ -26,27 +26,26 @@ import time
 from pathlib import Path
 
 import numpy as np
-import yaml
 from rich.console import Console
 from rich.table import Table
 
 import forge.ops.base as op_base
 from forge.backends import get_backend
 from forge.backends.cpu import hwinfo
-from forge.ops import get_op
+from forge.config import load_config
+from forge.errors import ForgeInputError
 from forge.problem import Problem
 from forge.results import load
 from forge.targets import get_target
-from forge.tuner import CACHE_DIR, read_run_file
+from forge.tuner import CACHE_DIR, problem_of, read_run_file
 from forge.variant import Variant
 
 MODES = ("one thread", "all threads", "all + pause")
 DEMO_CONFIG = Path(__file__).resolve().parents[1] / "configs" / "demo.yaml"
 
 
-def demo_problem():
-    cfg = yaml.safe_load(DEMO_CONFIG.read_text())
-    return get_op(cfg["op"]).problem(cfg["shapes"][0], cfg.get("dtype", "float32"), cfg.get("attrs", {}))
+def demo_problem() -> Problem:
+    return problem_of(load_config(DEMO_CONFIG).settings()[0])
 
 
 def pick_variants(backend, problem, n: int, seed: int) -> list[Variant]:
@@ -59,11 +58,14 @@ def pick_variants(backend, problem, n: int, seed: int) -> list[Variant]:
 
 def run_finalists(run: Path) -> tuple[Problem, list[Variant]]:
     """The variants `run` re-measured at the end, on its problem."""
+    info = read_run_file(run)
+    if (info.get("target") or {}).get("kind") != "cpu":
+        raise SystemExit(f"{run}: not a run on the cpu target; this benchmark times kernels on this CPU")
     records = load(run)
     final = records[records.phase == "final"]
     if final.empty:
         raise SystemExit(f"{run}: no re-measured variants (phase 'final') to time")
-    problem = Problem(**read_run_file(run)["problem"])
+    problem = Problem(**info["problem"])
     return problem, [Variant(problem, "cpu", config) for config in final.config]
 
 
@@ -79,7 +81,10 @@ def main() -> None:
     console = Console()
     backend = get_backend(get_target("cpu"))
     if args.run:
-        problem, variants = run_finalists(args.run)
+        try:
+            problem, variants = run_finalists(args.run)
+        except ForgeInputError as exc:
+            raise SystemExit(f"error: {exc}") from None
     else:
         problem = demo_problem()
         variants = pick_variants(backend, problem, 3, args.seed)

@@ -104,7 +104,7 @@ def test_parse_pairs():
     (["tune", "--op", "softmax", "--shape", "M=100,N=40", "--target", "ascend910b2", "--space", "reduce=packed"],
      "packed rows need rows of at most 16 elements"),
     (["report", "/nonexistent/run"], "not a forge run folder"),
-    # a CPU config reused for Ascend: the dtype the target takes instead, and how to give it
+    # a CPU config reused for Ascend: the error names the dtypes the target takes instead
     (["tune", "--op", "attention", "--target", "ascend910b2", "--config",
       str(Path(__file__).parents[1] / "configs" / "attention.yaml")],
      "dtype: attention[B=1,Hq=8,Hkv=8,Sq=1024,Skv=1024,D=64] float32 is not supported on ascend910b2: attention on "

@@ -22,7 +22,7 @@ def _time(x: float | None, kind: str | None) -> str:
 def case_cells(r: dict[str, Any]) -> list[str]:
     what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
     tail = config_text(r.get("config")) if r["status"] == "PASSED" else (r.get("reason") or "")[:100]
-    return [r["source_name"], str(r["case_id"]), what, r.get("status_text", r["status"]),
+    return [r["source_name"], str(r["case_id"]), what, r["status_text"],
             _time(r.get("time"), r.get("time_kind")), _time(r.get("t_b"), r.get("baseline_time_kind")),
             r.get("baseline_kind") or "", _num(r.get("speedup")), _us(r.get("t_sol")), _num(r.get("sol_score")),
             _num(r.get("hap")), tail]

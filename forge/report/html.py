@@ -55,7 +55,7 @@ TEMPLATE = r"""<!doctype html>
 <th>evals</th><th class="l">best config / reason</th></tr>
 {% for r in b.cases %}<tr><td class="l">{{ r.source }}</td><td class="l">{{ r.source_name }}</td><td class="l">{{ r.case_id }}</td>
 <td class="l">{% if r.op %}{{ r.op }} {{ shape(r.shape) }} {{ r.dtype }}{% endif %}</td>
-<td class="l {{ r.status if r.status in ('PASSED', 'UNSUPPORTED') else 'fail' }}">{{ r.status_text or r.status }}</td>
+<td class="l {{ r.status if r.status in ('PASSED', 'UNSUPPORTED') else 'fail' }}">{{ r.status_text }}</td>
 <td class="{{ r.time_kind }}">{{ us(r.time) }}</td><td class="{{ r.baseline_time_kind }}">{{ us(r.t_b) }}</td><td class="l">{{ r.baseline_kind or "" }}</td>
 <td>{{ num(r.speedup) }}</td><td>{{ us(r.t_sol) }}</td><td>{{ num(r.sol_score) }}</td><td>{{ num(r.hap) }}</td><td>{{ r.evaluations or "" }}</td>
 <td class="l">{% if r.status == "PASSED" %}{{ cfg(r.config) }}{% else %}{{ (r.reason or "")[:160] }}{% endif %}</td></tr>
