@@ -16,7 +16,7 @@ from rich.table import Table
 
 from forge.errors import ForgeInputError, writing
 from forge.report.progress import make_console
-from forge.search.strategies import OPTUNA_SAMPLERS
+from forge.search.strategies import sampler_choices
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
                   help="Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs.")
@@ -77,7 +77,7 @@ def tune(
     trials: Optional[int] = typer.Option(None, help="unique variants to evaluate (default 40)"),
     time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
     patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
-    sampler: Optional[str] = typer.Option(None, help=" | ".join(("forge", *OPTUNA_SAMPLERS))),
+    sampler: Optional[str] = typer.Option(None, help=sampler_choices()),
     sampler_options: Optional[str] = typer.Option(None, help="the sampler's own options, e.g. path_floor=0.75,"
                                                   "acquisition=ei (a wrong name lists the allowed ones)"),
     seed: Optional[int] = typer.Option(None),

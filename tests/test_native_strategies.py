@@ -8,7 +8,7 @@ import pytest
 
 from forge.search.random_baseline import expected_best_random
 from forge.search.replay_run import run_replay
-from forge.search.strategies import get_strategy, strategy_names
+from forge.search.strategies import get_strategy, sampler_choices, strategy_names
 
 # options that keep each strategy's population small against the 512-point space
 STRATEGIES = {"ga": {"pop_size": 10}, "greywolf": {}}
@@ -45,3 +45,12 @@ def test_better_than_random_search(synthetic_space, name):
     best = np.mean([run_replay(synthetic_space, name, budget, seed=s, **STRATEGIES[name]).best_s
                     for s in range(12)])
     assert best < expected_best_random(synthetic_space.time_s, 0, budget)
+
+
+def test_the_flags_help_names_every_strategy_a_user_can_type():
+    """--sampler / --strategy help lists forge's own strategies as well as Optuna's, and only
+    names the registry accepts."""
+    shown = sampler_choices().split(" | ")
+    assert set(STRATEGIES) <= set(shown) and "forge" in shown
+    assert set(shown) <= set(strategy_names()) | {"random"}
+    assert {n for n in strategy_names() if not n.startswith("optuna-")} <= set(shown)

@@ -14,6 +14,7 @@ from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
+from forge.search.strategies import sampler_choices
 
 
 def bench(
@@ -25,8 +26,8 @@ def bench(
     budget_per_case: Optional[int] = typer.Option(None, "--budget-per-case", min=1, help="trials per case"),
     out: Optional[Path] = typer.Option(None, "--out", help="bench folder (default results/bench-<suite>-<target>); "
                                                            "rerunning into it resumes"),
-    sampler: Optional[str] = typer.Option(None, "--sampler", help="search strategy of every case (default: tune's, "
-                                                                     "forge)"),
+    sampler: Optional[str] = typer.Option(None, "--sampler", help="search strategy of every case: "
+                                                                     + sampler_choices() + " (default: tune's, forge)"),
     measure: str = typer.Option("auto", "--measure", help="auto | model | device"),
     executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (default: tune's, local)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address", envvar="RAY_ADDRESS",

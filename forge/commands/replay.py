@@ -14,11 +14,12 @@ import numpy as np
 import typer
 
 from forge.errors import ForgeInputError, writing
+from forge.search.strategies import sampler_choices
 
 
 def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (.json or .json.gz) "
                                            "or a forge run folder"),
-           strategy: str = typer.Option("forge", "--strategy", "-s", help="forge | random | optuna-<sampler>"),
+           strategy: str = typer.Option("forge", "--strategy", "-s", help=sampler_choices() + " (or optuna-<sampler>)"),
            budget: int = typer.Option(100, "--budget", "-b", help="unique valid evaluations per run"),
            seeds: int = typer.Option(25, "--seeds", help="runs with seeds 0..seeds-1"),
            batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)"),

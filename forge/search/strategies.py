@@ -38,6 +38,11 @@ def strategy_names() -> list[str]:
     return list(NATIVE) + [f"optuna-{s}" for s in OPTUNA_SAMPLERS] + [s for s in OPTUNA_SAMPLERS if s != "random"]
 
 
+def sampler_choices() -> str:
+    """The short names a user types, for a flag's help: forge's own strategies, then Optuna's."""
+    return " | ".join([*NATIVE, *(s for s in OPTUNA_SAMPLERS if s not in NATIVE)])
+
+
 def _optuna_sampler(name: str) -> str | None:
     if name.startswith("optuna-") and name[len("optuna-"):] in OPTUNA_SAMPLERS:
         return name[len("optuna-"):]
