@@ -23,3 +23,17 @@ def writing(field: str, path: str | Path, what: str = "") -> Iterator[None]:
     except OSError as exc:
         raise ForgeInputError(field, f"cannot write {what + ' ' if what else ''}{path}: "
                                      f"{exc.strerror or exc}") from None
+
+
+def read_json(field: str, path: str | Path) -> dict:
+    """A JSON file forge wrote into a folder the user named (run.json, bench.json): damage to it is
+    reported as that file's, with exit 2, rather than as a decoder traceback."""
+    import json
+
+    try:
+        data = json.loads(Path(path).read_text())
+    except (json.JSONDecodeError, UnicodeDecodeError) as exc:
+        raise ForgeInputError(field, f"{path} is not readable ({exc}); the folder is damaged") from None
+    if not isinstance(data, dict):
+        raise ForgeInputError(field, f"{path} is not a JSON object; the folder is damaged")
+    return data

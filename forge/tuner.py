@@ -15,6 +15,7 @@ from datetime import datetime
 from pathlib import Path
 from typing import Any
 
+from pydantic import ValidationError
 from rich.console import Console
 from rich.markup import escape
 
@@ -22,8 +23,8 @@ from forge.backends import get_backend, target_code
 from forge.backends.base import Backend
 from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
-from forge.config import RESULTS_DIR, TuneSettings
-from forge.errors import ForgeInputError, writing
+from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
+from forge.errors import ForgeInputError, read_json, writing
 from forge.executor import Executor, Job, Outcome, check_devices, make_executor
 from forge.ops import get_op
 from forge.problem import Problem
@@ -126,6 +127,8 @@ def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
 
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_FILE
+    if not Path(run_dir).exists():
+        raise ForgeInputError("run", f"{run_dir}: no such folder")
     if not path.is_file():
         from forge.bench.runner import BENCH_FILE, CASES_DIR
 
@@ -136,7 +139,10 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
                                             for p in Path(run_dir).iterdir() if p.is_dir()):
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
-    return json.loads(path.read_text())
+    info = read_json("run", path)
+    if not isinstance(info.get("settings"), dict):
+        raise ForgeInputError("run", f"{path} has no settings; the run folder is damaged")
+    return info
 
 
 def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> None:
@@ -299,7 +305,11 @@ def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> P
     data = dict(info["settings"])
     data.update({k: v for k, v in overrides.items() if v is not None})
     data["out"] = str(run_dir)
-    return tune(TuneSettings(**data), console=console, resume=True)
+    try:
+        settings = TuneSettings(**data)
+    except ValidationError as exc:   # a flag's value (--trials 0), named as the flag
+        raise pydantic_error(exc, as_flag=True) from None
+    return tune(settings, console=console, resume=True)
 
 
 def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:

@@ -7,13 +7,13 @@ so every score can be recomputed. Times are seconds; `time_kind` says measured o
 """
 from __future__ import annotations
 
-import json
 import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
 from forge.bench.runner import BENCH_FILE, CASES_DIR, continue_hint, read_marker
+from forge.errors import read_json
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
@@ -162,7 +162,7 @@ def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]], command: str |
 
 def build_board(bench_dir: str | Path) -> dict[str, Any]:
     bench_dir = Path(bench_dir)
-    meta = json.loads((bench_dir / BENCH_FILE).read_text())
+    meta = read_json("bench", bench_dir / BENCH_FILE)
     target = get_target(meta["target"])
     rows = [case_row(c, bench_dir, target) for c in meta["cases"]]
     state = bench_state(bench_dir, rows, meta.get("command"))

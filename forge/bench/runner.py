@@ -21,7 +21,7 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forge.bench.cases import BenchCase, Suite
-from forge.errors import ForgeInputError, writing
+from forge.errors import ForgeInputError, read_json, writing
 from forge.results.lock import FolderInUse, folder_lock
 
 BENCH_FILE = "bench.json"
@@ -120,7 +120,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                retry_refused: bool, say: Callable[[str], None], command: str | None) -> dict[str, int]:
     meta_path = out / BENCH_FILE
     if meta_path.is_file():
-        old = json.loads(meta_path.read_text())
+        old = read_json("out", meta_path)
         if old.get("target") != target:
             raise ForgeInputError("out", f"{out} holds a bench for target {old.get('target')!r}, not {target!r}; "
                                          "use another --out")

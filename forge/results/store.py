@@ -10,6 +10,7 @@ from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterator
 
+from forge.errors import ForgeInputError
 from forge.results.record import Record
 
 STORE_NAME = "forge.sqlite"
@@ -24,7 +25,14 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
         self.conn.row_factory = sqlite3.Row
-        self.conn.execute("PRAGMA journal_mode=WAL")
+        try:
+            self.conn.execute("PRAGMA journal_mode=WAL")
+        except sqlite3.OperationalError:   # locked or busy: not damage, reported as sqlite says
+            raise
+        except sqlite3.DatabaseError as exc:
+            self.conn.close()
+            raise ForgeInputError("run", f"{self.path} is not a readable forge store ({exc}); "
+                                         "the run folder is damaged") from None
         cols = ", ".join(f"{c} {_TYPES.get(c, 'TEXT')}" for c in _COLS)
         self.conn.execute(f"CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")
         self.conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(variant_key)")

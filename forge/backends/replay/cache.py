@@ -9,6 +9,7 @@ enumeration and the values they are told; the per-point data stays here.
 from __future__ import annotations
 
 import gzip
+import zlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -83,7 +84,9 @@ def read_json(path: Path) -> dict[str, Any]:
     try:
         with opener(path, "rt", encoding="utf-8") as fh:
             return json.load(fh)
-    except (OSError, json.JSONDecodeError, UnicodeDecodeError) as exc:
+    # EOFError: a truncated gzip stream; zlib.error: a damaged one (click would read an EOFError
+    # escaping the command as the user closing stdin, and print "aborted").
+    except (OSError, EOFError, zlib.error, json.JSONDecodeError, UnicodeDecodeError) as exc:
         raise ForgeInputError("cachefile", f"{path}: not a readable Kernel Tuner cache file ({exc})") from None
 
 

@@ -19,7 +19,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, read_json
 from forge.results import load
 
 # forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
@@ -37,7 +37,7 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     if not is_run_dir(run_dir):
         raise ForgeInputError("run", f"{run_dir}: not a forge run folder (needs run.json and forge.sqlite)")
-    meta = json.loads((run_dir / "run.json").read_text())
+    meta = read_json("run", run_dir / "run.json")
     params: dict[str, list[Any]] = meta["space"]["params"]
     keys = list(params)
     df = load(run_dir)

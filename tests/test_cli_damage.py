@@ -1,0 +1,66 @@
+"""Damaged files and bad values given with --resume: a one-line error naming the file or the flag,
+exit code 2, never a traceback (and never click's "aborted", which means the user stopped it)."""
+from __future__ import annotations
+
+import gzip
+import os
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from rich.console import Console
+
+from forge import tuner
+from forge.config import TuneSettings
+
+
+@pytest.fixture(scope="module")
+def small_run(tmp_path_factory) -> Path:
+    out = tmp_path_factory.mktemp("damage") / "run"
+    settings = TuneSettings(op="softmax", shape={"M": 8, "N": 16}, trials=2, reps=2, warmup=0, top_k=0,
+                            sampler="random", bank=False, timeout=20.0, out=out)
+    return tuner.tune(settings, console=Console(file=open(os.devnull, "w")))
+
+
+def forge_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=120,
+                          env={**os.environ, "FORGE_BANK": os.devnull})
+
+
+@pytest.mark.parametrize("damaged,content,needle", [
+    ("run.json", "{bad", "run.json is not readable"),
+    ("forge.sqlite", "not a database", "forge.sqlite is not a readable forge store"),
+])
+@pytest.mark.parametrize("command", [["report"], ["show", "{run}", "1"], ["tune", "--resume"], ["replay"]])
+def test_a_damaged_run_folder_is_named_not_a_traceback(small_run, tmp_path, damaged, content, needle, command):
+    copy = tmp_path / "run"
+    shutil.copytree(small_run, copy)
+    (copy / damaged).write_text(content)
+    args = [a.replace("{run}", str(copy)) for a in command]
+    res = forge_cli(*args, *([] if "{run}" in " ".join(command) else [str(copy)]))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert needle in res.stderr and "damaged" in res.stderr
+    assert "Traceback" not in res.stderr
+
+
+@pytest.mark.parametrize("flag,value", [("--trials", "0"), ("--patience", "0"), ("--executor", "nope")])
+def test_a_bad_value_given_with_resume_names_the_flag(small_run, flag, value):
+    res = forge_cli("tune", "--resume", str(small_run), flag, value)
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert res.stderr.startswith(f"error: {flag}:") and "Traceback" not in res.stderr
+
+
+def test_resume_of_a_missing_folder_says_so(tmp_path):
+    res = forge_cli("tune", "--resume", str(tmp_path / "nope"))
+    assert res.returncode == 2 and "no such folder" in res.stderr
+
+
+def test_a_truncated_gzip_cache_is_an_input_error_not_an_abort(tmp_path):
+    whole = gzip.compress(b'{"tune_params_keys": [], "cache": {}}' * 200)
+    cut = tmp_path / "cut.json.gz"
+    cut.write_bytes(whole[: len(whole) // 2])
+    res = forge_cli("replay", str(cut), "--budget", "5", "--seeds", "1")
+    assert res.returncode == 2, res.stderr
+    assert "not a readable Kernel Tuner cache file" in res.stderr and "aborted" not in res.stderr
