@@ -25,7 +25,7 @@ from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, b
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
 from forge.errors import ForgeInputError, read_json, writing
-from forge.executor import Executor, Job, Outcome, check_devices, make_executor
+from forge.executor import Executor, Job, Outcome, check_devices, make_executor, refuse_device_without_one
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
@@ -222,6 +222,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                                        f"{first}: {'; '.join(space.check(first))}")
 
     check_devices(settings.devices, settings.executor, backend)
+    if settings.executor == "local":
+        refuse_device_without_one(settings.measure, backend.measure_available())
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 
@@ -266,6 +268,7 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
     the executor's device slot finds) and print the run's header; returns the run.json content."""
     settings, problem, target = ctx.settings, ctx.problem, ctx.backend.target
     can_measure, why = executor.measure_available()
+    refuse_device_without_one(settings.measure, (can_measure, why))    # a Ray slot answers for its node
     info = {
         "run_id": ctx.run_id, "status": "running", "settings": settings.model_dump(mode="json"),
         "problem": {"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},

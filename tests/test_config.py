@@ -103,7 +103,12 @@ def test_parse_pairs():
     # an empty space names the rule that empties it, with an example point
     (["tune", "--op", "softmax", "--shape", "M=100,N=40", "--target", "ascend910b2", "--space", "reduce=packed"],
      "packed rows need rows of at most 16 elements"),
-    (["report", "/nonexistent/run"], "not a forge run folder"),
+    (["report", "/nonexistent/run"], "no such folder"),
+    # no A100 here (nor on an sm_90 test machine): refused before a variant is built
+    (["tune", "--op", "rmsnorm", "--shape", "M=64,N=256", "--target", "a100", "--measure", "device"],
+     "measure: device measurement requested but"),
+    (["bench", "--suite", "cannbench", "--target", "a100", "--measure", "device", "--ops", "rmsnorm"],
+     "measure: device measurement requested but"),
     # a CPU config reused for Ascend: the error names the dtypes the target takes instead
     (["tune", "--op", "attention", "--target", "ascend910b2", "--config",
       str(Path(__file__).parents[1] / "configs" / "attention.yaml")],

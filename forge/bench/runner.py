@@ -84,14 +84,17 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
 
     from forge.backends import get_backend
     from forge.config import SearchOptions, pydantic_error
-    from forge.executor import check_devices
+    from forge.executor import check_devices, refuse_device_without_one
     from forge.targets import get_target
 
     try:
         opts = SearchOptions(**{k: v for k, v in options.items() if v is not None and k in SearchOptions.model_fields})
     except ValidationError as exc:
         raise pydantic_error(exc, as_flag=True) from None
-    check_devices(opts.devices, opts.executor, get_backend(get_target(target)))
+    backend = get_backend(get_target(target), measure=opts.measure)
+    check_devices(opts.devices, opts.executor, backend)
+    if opts.executor == "local":
+        refuse_device_without_one(opts.measure, backend.measure_available())
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,

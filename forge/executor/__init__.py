@@ -24,6 +24,16 @@ def check_devices(devices: int, executor: str, backend: Backend) -> None:
                                            "one at a time; allowed: 1")
 
 
+def refuse_device_without_one(measure: str, available: tuple[bool, str]) -> None:
+    """`--measure device` where no device can measure: refused before a variant is built, rather
+    than a run whose variants all fail for the same reason. `available` is the device slot's own
+    answer (a Ray slot answers for its node)."""
+    ok, why = available
+    if measure == "device" and not ok:
+        raise ForgeInputError("measure", f"device measurement requested but {why}; allowed here: auto or model "
+                                         "(times then modeled, and labelled so)")
+
+
 def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers: int | None = None,
                   ray_address: str | None = None, devices: int = 1) -> Executor:
     if name == "local":
@@ -37,4 +47,4 @@ def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers
     raise ForgeInputError("executor", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
 
 
-__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_devices", "make_executor"]
+__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_devices", "make_executor", "refuse_device_without_one"]
