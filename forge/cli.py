@@ -54,6 +54,8 @@ def parse_pairs(text: str | None, field: str, ints: bool = False) -> dict[str, A
         if "=" not in item:
             raise ForgeInputError(field, f"expected NAME=VALUE, got {item!r}")
         k, v = (s.strip() for s in item.split("=", 1))
+        if k in result:
+            raise ForgeInputError(f"{field} {k}", "given twice; give each name once")
         if ints:
             try:
                 result[k] = int(v)
@@ -122,7 +124,7 @@ def tune(
         return
     if config is not None:
         cfg = load_config(config, {"op": op, "out": out_dir, **flags})
-        if shape:
+        if shape is not None:
             cfg.shapes = [parse_pairs(shape, "--shape", ints=True)]
         if attrs:
             cfg.attrs = {**cfg.attrs, **attrs}
@@ -132,10 +134,11 @@ def tune(
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
         settings = cfg.settings()
+        _check_shapes(settings, config)
     else:
         if not op:
             raise ForgeInputError("--op", "missing; give --op or --config (operators: see `forge ops`)")
-        if shape:
+        if shape is not None:
             dims = parse_pairs(shape, "--shape", ints=True)
         else:
             from forge.ops import get_op
@@ -155,6 +158,22 @@ def tune(
         from forge.commands.runs import print_rows, run_row
 
         print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {settings[0].op} tuned", out)
+
+
+def _check_shapes(settings: list[Any], config: Path) -> None:
+    """Every shape of a config is checked before the first is tuned: a typo in the last one would
+    otherwise surface only after the others' searches."""
+    from forge.tuner import problem_of
+
+    for i, s in enumerate(settings):
+        try:
+            problem_of(s)
+        except ForgeInputError as exc:
+            field = exc.field
+            if field.startswith("shape"):
+                field = (f"shapes[{i}]" if len(settings) > 1 else "shape") + field.removeprefix("shape")
+            raise ForgeInputError(f"{config.name}: {field}",
+                                  str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def _check_options(sampler: str, options: dict[str, Any]) -> None:

@@ -115,6 +115,8 @@ def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False
 
 def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> TuneConfig:
     p = Path(path)
+    if p.is_dir():
+        raise ForgeInputError("--config", f"{p} is a folder; give a YAML file (e.g. configs/attention.yaml)")
     if not p.is_file():
         raise ForgeInputError("--config", f"no such file: {p}")
     try:

@@ -104,6 +104,12 @@ def test_parse_pairs():
     (["tune", "--op", "softmax", "--shape", "M=100,N=40", "--target", "ascend910b2", "--space", "reduce=packed"],
      "packed rows need rows of at most 16 elements"),
     (["report", "/nonexistent/run"], "no such folder"),
+    # a name given twice, or an alias beside a dimension it sets: refused, not "the last one wins"
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8,M=2"], "--shape M: given twice"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--attr", "x=1,x=2"], "--attr x: given twice"),
+    (["tune", "--op", "attention", "--shape", "B=1,H=4,Hq=8,S=64,D=64"], "shape.H: sets both Hq and Hkv"),
+    (["tune", "--op", "attention", "--shape", "B=1,H=4,S=64,Sq=32,D=64"], "shape.S: sets both Sq and Skv"),
+    (["tune", "--op", "softmax", "--shape", ""], "shape.M: missing dimension"),
     # no A100 here (nor on an sm_90 test machine): refused before a variant is built
     (["tune", "--op", "rmsnorm", "--shape", "M=64,N=256", "--target", "a100", "--measure", "device"],
      "measure: device measurement requested but"),
@@ -164,3 +170,11 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     summary = proc.stdout[proc.stdout.index("2 shapes of softmax tuned"):]
     assert "softmax[M=4,N=8] float32" in summary and "softmax[M=8,N=16] float32" in summary
     assert summary.count("complete") == 2
+
+
+def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path):
+    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 4, X: 8}}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 2 and "c.yaml: shapes[1].X: unknown dimension for softmax" in proc.stderr
+    assert not (tmp_path / "r").exists()                       # nothing tuned before the refusal

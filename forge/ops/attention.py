@@ -27,6 +27,11 @@ class Attention(Op):
         return ("S", "H")
 
     def expand_aliases(self, shape: dict[str, int]) -> dict[str, int]:
+        for alias, dims in (("H", ("Hq", "Hkv")), ("S", ("Sq", "Skv"))):
+            both = [d for d in dims if d in shape]
+            if alias in shape and both:
+                raise ForgeInputError(f"shape.{alias}", f"sets both {' and '.join(dims)}, and {both[0]} is given too; "
+                                                        f"give either {alias} or {'/'.join(dims)}")
         if "H" in shape:
             h = shape.pop("H")
             shape.setdefault("Hq", h)
