@@ -146,6 +146,8 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["replay", "/nonexistent/cache.json"], "no such file"),
                          (["bench", "--suite", "cannbench", "--target", "nope"], "unknown target 'nope'"),
                          (["bank", "show", "--op", "nope"], "unknown operator 'nope'"),
+                         (["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "nope"],
+                          "--ops: no case of suite 'cannbench' matches nope; allowed: attention, gqa"),
                          (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--out", __file__], "--out"),
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--out", __file__], "--out"),
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--report-only", "--out",

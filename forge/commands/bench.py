@@ -50,9 +50,12 @@ def bench(
 
     get_target(target)   # an unknown target is an input error before anything is loaded or written
     wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
-    s = load_suite(suite).select(wanted or None)
+    whole = load_suite(suite)
+    s = whole.select(wanted or None)
     if not s.cases and not s.unsupported:
-        raise typer.BadParameter(f"no case of suite {s.name!r} matches --ops {','.join(wanted)}", param_hint="--ops")
+        names = sorted({c.op for c in whole.cases} | {c.source_name for c in whole.cases})
+        raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(wanted)}; allowed: "
+                                       f"{', '.join(names)}")
     name = Path(suite).name if Path(suite).exists() else suite
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")

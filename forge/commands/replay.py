@@ -58,6 +58,10 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     except ForgeInputError as exc:
         typer.echo(f"error: {exc}", err=True)
         raise typer.Exit(2)
+    if data.run_valid and len(data.time_s) < data.run_valid:
+        typer.echo(f"note: the run evaluated {len(data.time_s)} of the {data.run_valid} valid points of its space; "
+                   "the optimum and the scores below are over those points only (a whole-space run: "
+                   f"forge tune --sampler random --trials {data.run_valid})", err=True)
     opt = data.optimum_s
     bests = np.array([r.best_s for r in results])
     mean_best = float(bests.mean())

@@ -45,10 +45,11 @@ class ReplayData:
     status: np.ndarray        # [n_valid] object: "ok" | "compile_error" | "runtime_error" | ...
     cost_s: np.ndarray        # [n_valid] simulated compile + verify + benchmark seconds
     flat: np.ndarray          # [n_valid] flat Cartesian index of each valid row (sorted)
+    run_valid: int | None = None   # a forge run's source: the valid points of its space (it may hold fewer)
 
     @property
     def name(self) -> str:
-        return f"{self.path.parent.name}/{self.path.name.split('.')[0]}"
+        return f"{self.path.resolve().parent.name}/{self.path.name.split('.')[0]}"
 
     @property
     def optimum_s(self) -> float:
@@ -186,4 +187,4 @@ def load_cache(path: str | Path) -> ReplayData:
     status = np.array([rows[f][1] for f in flat], dtype=object)
     cost_s = np.array([rows[f][2] for f in flat], dtype=float)
     return ReplayData(path, str(doc.get("kernel_name", "")), str(doc.get("device_name", "")),
-                      space, enum, time_s, status, cost_s, flat)
+                      space, enum, time_s, status, cost_s, flat, (doc.get("forge_run") or {}).get("valid"))

@@ -1,5 +1,6 @@
-"""Damaged files and bad values given with --resume: a one-line error naming the file or the flag,
-exit code 2, never a traceback (and never click's "aborted", which means the user stopped it)."""
+"""Folders and files given to a command. Damaged ones, and bad values given with --resume: a one-line
+error naming the file or the flag, exit code 2, never a traceback (nor click's "aborted", which means
+the user stopped it). A run that did not evaluate its whole space, replayed: said so."""
 from __future__ import annotations
 
 import gzip
@@ -64,3 +65,10 @@ def test_a_truncated_gzip_cache_is_an_input_error_not_an_abort(tmp_path):
     res = forge_cli("replay", str(cut), "--budget", "5", "--seeds", "1")
     assert res.returncode == 2, res.stderr
     assert "not a readable Kernel Tuner cache file" in res.stderr and "aborted" not in res.stderr
+
+
+def test_replaying_a_run_that_skipped_points_says_its_scores_cover_only_those(small_run):
+    res = forge_cli("replay", str(small_run), "--budget", "1", "--seeds", "1")
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "note: the run evaluated 2 of the" in res.stderr and "over those points only" in res.stderr
+    assert f"space      {small_run.parent.name}/run " in res.stdout     # named by its folder, relative or not
