@@ -2,8 +2,11 @@
 
 A SQLite file (default ~/.cache/forge/bank.sqlite, or $FORGE_BANK). An entry is replaced only by a
 result that beats it: a measured time beats any modeled one, a modeled time never replaces a
-measured one, and within one kind the lower median wins. `forge tune` asks `bank_lookup` first
-(a hit skips the search) and offers its records to `bank_offer` at the end. The key includes the
+measured one, and within one kind the lower median wins. The banked config timed again takes its
+latest time, whichever way it moved: a run offers the time its leaderboard ranks by (the final
+re-measure where there is one), and keeping the lowest time ever seen would keep the luckiest draw.
+`forge tune` asks `bank_lookup` first (a hit skips the search) and offers its records to
+`bank_offer` at the end. The key includes the
 problem's attrs (causal, eps, ...) because they change the kernel.
 
 Each entry records the fingerprint of the code that made it (the target's backend, model and
@@ -25,7 +28,7 @@ from forge.backends import target_code
 from forge.problem import Problem
 
 KIND_RANK = {"measured": 1, "modeled": 0}
-COUNTERS = ("hits", "misses", "added", "updated", "kept")
+COUNTERS = ("hits", "misses", "added", "updated", "retimed", "kept")
 
 
 def bank_path() -> Path:
@@ -75,11 +78,14 @@ class Bank:
     def entries(self) -> list[dict[str, Any]]:
         return [_decode(r) for r in self.conn.execute("SELECT * FROM entries ORDER BY op, target, key")]
 
-    def offer(self, entry: dict[str, Any]) -> str:
-        """Store `entry` if it beats the bank's; returns "added", "updated" or "kept"."""
+    def offer(self, entry: dict[str, Any], retime: bool = False) -> str:
+        """Store `entry` if it beats the bank's or (`retime`: a run's fresh time) re-times its config;
+        returns "added", "updated", "retimed" or "kept"."""
         key = self.key(entry["op"], entry["shape"], entry["dtype"], entry.get("attrs") or {}, entry["target"])
         old = self.get(key)
-        if old is not None and not replaces(entry, old):
+        retimed = (retime and old is not None and entry["config"] == old["config"] and same_standing(entry, old)
+                   and float(entry["median"]) != float(old["median"]))
+        if old is not None and not retimed and not replaces(entry, old):
             return "kept"
         self.conn.execute("INSERT OR REPLACE INTO entries (key, op, target, shape, dtype, attrs, config, median, "
                           "time_kind, source, updated, code) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
@@ -88,7 +94,7 @@ class Bank:
                            json.dumps(entry["config"], sort_keys=True), float(entry["median"]),
                            entry.get("time_kind", "measured"), entry.get("source", ""), time.time(),
                            entry.get("code", "")))
-        return "added" if old is None else "updated"
+        return "added" if old is None else "retimed" if retimed else "updated"
 
 
 def is_current(entry: dict[str, Any]) -> bool:
@@ -102,6 +108,11 @@ def replaces(new: dict[str, Any], old: dict[str, Any]) -> bool:
     if is_current(new) != is_current(old):
         return is_current(new)
     return beats(new, old)
+
+
+def same_standing(new: dict[str, Any], old: dict[str, Any]) -> bool:
+    """Made by the same code, times of the same kind: the two times compare."""
+    return is_current(new) == is_current(old) and new.get("time_kind", "measured") == old.get("time_kind", "measured")
 
 
 def beats(new: dict[str, Any], old: dict[str, Any]) -> bool:
@@ -174,10 +185,15 @@ def bank_neighbours(problem: Problem, target: str, k: int = 3,
 
 
 def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[str, int]:
-    """Offer ok records (forge.results.Record); the best per problem is kept if it beats the bank."""
+    """Offer ok records (forge.results.Record): per problem the one its leaderboard ranks first (the
+    best final re-measure, where the run has one; else the best search time), kept if it beats the
+    bank or re-times the banked config."""
+    ok = [r for r in records
+          if getattr(r, "status", None) == "ok" and r.median is not None and r.phase in ("search", "final")]
+    remeasured = {Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) for r in ok if r.phase == "final"}
     best: dict[str, Any] = {}
-    for r in records:
-        if getattr(r, "status", None) != "ok" or r.median is None or r.phase not in ("search", "final"):
+    for r in ok:
+        if r.phase == "search" and Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) in remeasured:
             continue
         k = Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target)
         cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
@@ -185,11 +201,13 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
                 "code": target_code(r.target)}
         if k not in best or beats(cand, best[k]):
             best[k] = cand
-    return offer_entries(best.values(), path)
+    return offer_entries(best.values(), path, retime=True)
 
 
 OFFER_WORDS = {"added": ("new entry added", "new entries added"),
                "updated": ("entry replaced by a faster config", "entries replaced by faster configs"),
+               "retimed": ("entry's config timed again: its time updated", "entries' configs timed again: their "
+                                                                            "times updated"),
                "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)")}
 
 
@@ -199,11 +217,14 @@ def offer_summary(counts: dict[str, int]) -> str:
     return "; ".join(parts) or "nothing offered"
 
 
-def offer_entries(entries: Iterable[dict[str, Any]], path: str | Path | None = None) -> dict[str, int]:
-    counts = {"added": 0, "updated": 0, "kept": 0}
+def offer_entries(entries: Iterable[dict[str, Any]], path: str | Path | None = None,
+                  retime: bool = False) -> dict[str, int]:
+    """`retime`: the entries are a run's fresh times (an imported bank's are not: its entry for the
+    same config is kept unless faster)."""
+    counts = {k: 0 for k in OFFER_WORDS}
     with Bank(path) as bank:
         for e in entries:
-            counts[bank.offer(e)] += 1
+            counts[bank.offer(e, retime)] += 1
         for k, n in counts.items():
             if n:
                 bank.bump(k, n)
