@@ -349,7 +349,7 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     (tmp_path / "runs" / "d" / "run.json").write_text("{")               # a damaged folder is listed, not fatal
     with folder_lock(tmp_path / "runs" / "c", "--out"):
         rows = collect(tmp_path / "runs")
-    assert rows.pop()["status"].startswith("unreadable: JSONDecodeError")
+    assert rows.pop()["status"].startswith("unreadable: run.json is not readable (Expecting")
     assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
     assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
     assert all(r["progress"] == "3 of 3 variants" and r["best"] > 0 and r["speedup"] for r in rows)

@@ -72,7 +72,7 @@ def collect(folder: Path) -> list[dict[str, Any]]:
             rows.append(bench_row(path) if kind == "bench" else run_row(path))
         except Exception as exc:  # noqa: BLE001 - one damaged folder must not hide the others
             rows.append({"kind": kind, "path": str(path), "started": None, "what": "?", "target": "?",
-                         "status": f"unreadable: {type(exc).__name__}: {str(exc)[:80]}", "progress": "–",
+                         "status": f"unreadable: {_damage(exc).replace(f'{path}/', '')[:100]}", "progress": "–",
                          "best": None, "best_kind": None, "speedup": None, "speedup_over": None})
     return rows
 
@@ -102,3 +102,11 @@ def runs(
 
 def register(app: typer.Typer) -> None:
     app.command("runs")(runs)
+
+
+def _damage(exc: Exception) -> str:
+    """What is wrong with a folder, in words: forge's own reading names the file; anything else is
+    named by its exception."""
+    if isinstance(exc, ForgeInputError):
+        return str(exc).removeprefix(f"{exc.field}: ")
+    return f"{type(exc).__name__}: {exc}"
