@@ -16,7 +16,7 @@ import pytest
 
 from forge.bench.board import build_board
 from forge.bench.cases import BenchCase, Suite, Unsupported
-from forge.bench.render import to_markdown, write_reports
+from forge.bench.render import to_markdown, total_line, write_reports
 from forge.bench.runner import CASE_MARKER, run_bench
 from forge.errors import ForgeInputError
 from forge.ops import get_op
@@ -181,6 +181,8 @@ def test_a_case_stopped_part_way_reads_as_unfinished_not_as_its_result(tmp_path,
                      "99": "UNSUPPORTED"}
     assert {r["case_id"]: r["status"] for r in board["cases"]}["16"] == "PASSED"   # SOL's vocabulary kept
     assert to_markdown(board).count("| PASSED (unfinished) |") == 1
+    # the totals are the suite's so far, and say that the cases not reached count as failed
+    assert total_line(board).startswith("so far, with 2 cases not reached counted as failed: 2/5 cases passed")
 
 
 def test_a_bench_folder_in_use_is_refused_and_a_case_in_use_is_not_recorded(tmp_path, fake_tuner):

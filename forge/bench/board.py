@@ -27,6 +27,7 @@ SOL_STATUS = {"ok": "PASSED", "incorrect": "INCORRECT_NUMERICAL", "runtime_error
 FAIL_ORDER = ("incorrect", "runtime_error", "timeout", "compile_error", "invalid")
 BUILT = ("ok", "incorrect", "runtime_error", "timeout")   # a kernel was compiled
 UNSUPPORTED = "UNSUPPORTED"
+NOT_RUN = "NOT_RUN"         # a case an interrupted bench did not reach
 
 
 def baseline_name(r: Record) -> str:
@@ -96,7 +97,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     elif marker.get("error"):
         status, reason = "RUNTIME_ERROR", marker["error"]
     elif not records:
-        status, reason = ("NOT_RUN", "no records yet (bench interrupted before this case)")
+        status, reason = (NOT_RUN, "no records yet (bench interrupted before this case)")
     else:
         worst = next((s for s in FAIL_ORDER if any(r.status == s for r in tuned)), "invalid")
         status = SOL_STATUS[worst]
@@ -134,6 +135,7 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     passed = [r for r in rows if r["status"] == "PASSED"]
     speedups = [r["speedup"] if r["status"] == "PASSED" else None for r in rows]
     out = {"cases": n, "supported": sum(1 for r in rows if r["status"] != UNSUPPORTED), "passed": len(passed),
+           "not_run": sum(1 for r in rows if r["status"] == NOT_RUN),
            "pass_rate": len(passed) / n if n else None,
            "geomean_speedup": scores.geomean_speedup(speedups),
            "geomean_time": scores.geomean(r["time"] for r in passed),

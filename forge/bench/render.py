@@ -46,7 +46,9 @@ def op_head(board: dict[str, Any]) -> list[str]:
 def total_line(board: dict[str, Any]) -> str:
     t = board["total"]
     fp = ", ".join(f"fast_{p}={_pct(v)}" for p, v in t["fast_p"].items())
-    return (f"{t['passed']}/{t['cases']} cases passed ({t['supported']} supported), pass rate {_pct(t['pass_rate'])}, "
+    # An unfinished bench's scores are the suite's so far: the cases not reached count as failed.
+    so_far = f"so far, with {t['not_run']} cases not reached counted as failed: " if t.get("not_run") else ""
+    return (f"{so_far}{t['passed']}/{t['cases']} cases passed ({t['supported']} supported), pass rate {_pct(t['pass_rate'])}, "
             f"geomean speedup {_num(t['geomean_speedup'])}, {fp}, mean SOL score {_num(t['mean_sol_score'])}, "
             f"cann-bench total {_num(t['cann_total_score'], 1)}; best times: {t['measured']} measured, "
             f"{t['modeled']} modeled" + (f"; {t['unchecked']} of the passed cases never ran (compiled and "
