@@ -139,10 +139,7 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
                                             for p in Path(run_dir).iterdir() if p.is_dir()):
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
-    info = read_json("run", path)
-    if not isinstance(info.get("settings"), dict):
-        raise ForgeInputError("run", f"{path} has no settings; the run folder is damaged")
-    return info
+    return read_json("run", path)
 
 
 def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> None:
@@ -305,6 +302,8 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
 def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
     """Continue an interrupted run with its own settings (budgets may be raised by overrides)."""
     info = read_run_file(run_dir)
+    if not isinstance(info.get("settings"), dict):
+        raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
     data = dict(info["settings"])
     data.update({k: v for k, v in overrides.items() if v is not None})
     data["out"] = str(run_dir)

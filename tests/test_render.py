@@ -53,6 +53,16 @@ def test_a_tie_is_judged_against_the_row_it_names():
     assert tie_ranks([1.0], [0.5]) == [None] and tie_ranks([], []) == []
 
 
+def test_re_measured_rows_and_the_rest_tie_only_among_themselves():
+    """A disturbed re-measure (#1, wide spread) must not make a row not re-measured (#3) its tie:
+    the two are times of different measurements."""
+    from forge.report.leaderboard import group_tie_ranks
+
+    medians, spreads = [4.8e-3, 5.0e-3, 1.7e-4, 1.8e-4], [5.3e-3, 1e-4, 1e-5, 1e-5]
+    assert group_tie_ranks(medians, spreads, 2) == [None, 1, None, 3]
+    assert group_tie_ranks(medians, spreads, 0) == [None, 1, 1, 1]         # no re-measure: one group
+
+
 def test_an_unfinished_run_says_whether_it_is_still_going_or_was_interrupted(tmp_path):
     """A table of what is recorded so far must not read as a run's result: the headline says the
     run is in progress (a process holds its folder) or was interrupted (none does), with the

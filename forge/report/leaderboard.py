@@ -107,7 +107,8 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     # The re-measured top candidates lead: their longer final measurement is the ranking's last word,
     # and a variant left out of the re-measure was slower than they were when it was searched.
     ranked.sort(key=lambda r: (r.phase != "final", r.median))
-    ties = tie_ranks([r.median for r in ranked], [r.spread or 0.0 for r in ranked])
+    ties = group_tie_ranks([r.median for r in ranked], [r.spread or 0.0 for r in ranked],
+                           sum(1 for r in ranked if r.phase == "final"))
     rows: list[Row] = []
     for i, (r, tie) in enumerate(zip(ranked, ties)):
         rows.append(Row(i + 1, r.config, r.median, r.spread or 0.0, r.time_kind,
@@ -149,6 +150,14 @@ def tie_ranks(medians: list[float], spreads: list[float]) -> list[int | None]:
             ties.append(None)
             head = i
     return ties
+
+
+def group_tie_ranks(medians: list[float], spreads: list[float], n_final: int) -> list[int | None]:
+    """`tie_ranks` of a leaderboard whose first `n_final` rows are the re-measured ones: ties are
+    judged among those and among the rest, never across. The two hold times of different
+    measurements, which is why the re-measured rows lead whatever their times."""
+    rest = tie_ranks(medians[n_final:], spreads[n_final:])
+    return tie_ranks(medians[:n_final], spreads[:n_final]) + [None if t is None else t + n_final for t in rest]
 
 
 def to_json(lb: Leaderboard) -> str:
