@@ -1,6 +1,7 @@
 """The terminal leaderboard prints what was recorded, brackets included (rich would read them as markup)."""
 from __future__ import annotations
 
+import dataclasses
 import io
 import os
 
@@ -129,3 +130,8 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
     assert "either this machine ran at another speed at the end, or the search times" in out.getvalue()
     assert not any("re-measured variants" in x for x in headline(Leaderboard(
         str(tmp_path), lb.info, lb.rows, [], {"ok": 4}, {}, [], [])))
+    # a finalist whose repetitions spread wider than their median: its time and place are said to be unreliable
+    assert not any("re-measure disturbed" in x for x in headline(lb))
+    noisy = [dataclasses.replace(lb.rows[0], spread=2 * lb.rows[0].median), *lb.rows[1:]]
+    assert any(x.startswith("re-measure disturbed: the repetitions of #1 spread wider than their median")
+               for x in headline(Leaderboard(str(tmp_path), lb.info, noisy, [], {"ok": 4}, {}, [], [])))

@@ -69,6 +69,11 @@ def headline(lb: Leaderboard) -> list[str]:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
         if lb.remeasure:
             lines.append(describe(lb.remeasure))
+        disturbed = [f"#{r.rank}" for r in lb.rows if r.remeasured and r.spread > r.median]
+        if disturbed:
+            lines.append(f"re-measure disturbed: the repetitions of {', '.join(disturbed)} spread wider than "
+                         "their median (the machine was busy while they ran), so their times and their order "
+                         "among the * rows are not to be relied on")
     else:
         lines.append(modeled_line(lb.info.get("measure_note", "")))
         checks = [str(r.extra.get("correctness", "")) for r in lb.rows if "correctness" in r.extra]
