@@ -135,3 +135,20 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
     noisy = [dataclasses.replace(lb.rows[0], spread=2 * lb.rows[0].median), *lb.rows[1:]]
     assert any(x.startswith("re-measure disturbed: the repetitions of #1 spread wider than their median")
                for x in headline(Leaderboard(str(tmp_path), lb.info, noisy, [], {"ok": 4}, {}, [], [])))
+
+
+def test_the_correctness_line_says_whether_the_host_check_ran_at_the_problem_s_shape():
+    from forge.problem import Problem
+
+    own = Problem(**PROBLEM).short()
+    small = Problem(**{**PROBLEM, "shape": {"M": 2, "N": 64}}).short()
+
+    def line(at: str) -> str:
+        row = Row(1, {"tile": 4}, 1e-3, 1e-5, "modeled", 2.0, None, False, None, None, "k", 1,
+                  {"correctness": f"checked on the CPU by host emulation at {at} (same config); time modeled"})
+        lb = Leaderboard("run", {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}},
+                         [row], [], {"ok": 1}, {}, [], [])
+        return next(x for x in headline(lb) if x.startswith("correctness:"))
+
+    assert line(own).endswith("by host emulation at the problem's own shape")
+    assert line(small).endswith(f"at a reduced shape with the same config (the best at {small})")
