@@ -1,12 +1,16 @@
 """Fixtures shared by the tests: the CPU backend, and a small replayed space for the search strategies."""
 import itertools
 import json
+import os
 
 import numpy as np
 import pytest
 
 from forge.backends import get_backend
 from forge.backends.replay import load_cache
+
+# Piped output takes its width from COLUMNS when set; the tests read it at the default width.
+os.environ.pop("COLUMNS", None)
 
 
 @pytest.fixture(scope="session")

@@ -152,3 +152,15 @@ def test_the_correctness_line_says_whether_the_host_check_ran_at_the_problem_s_s
 
     assert line(own).endswith("by host emulation at the problem's own shape")
     assert line(small).endswith(f"at a reduced shape with the same config (the best at {small})")
+
+
+def test_piped_output_is_wide_unless_columns_names_a_width():
+    import subprocess
+    import sys
+
+    def widest(env: dict) -> int:
+        out = subprocess.run([sys.executable, "-m", "forge.cli", "ops"], capture_output=True, text=True,
+                             env={**os.environ, **env}, timeout=60).stdout
+        return max(len(x) for x in out.splitlines())
+
+    assert widest({}) > 150 and widest({"COLUMNS": "100"}) <= 100

@@ -8,11 +8,16 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 
 def make_console(stderr: bool = False) -> Console:
-    """A rich console; piped output (CI logs, files) gets a wide page instead of 80 columns."""
+    """A rich console; piped output (CI logs, files) gets a wide page instead of 80 columns, unless
+    COLUMNS names a width (`COLUMNS=100 forge report RUN | less`)."""
+    import os
     import sys
 
     stream = sys.stderr if stderr else sys.stdout
-    return Console(stderr=stderr) if stream.isatty() else Console(stderr=stderr, width=200)
+    if stream.isatty():
+        return Console(stderr=stderr)
+    columns = os.environ.get("COLUMNS", "")
+    return Console(stderr=stderr, width=int(columns) if columns.isdigit() and int(columns) > 0 else 200)
 
 
 def fmt_best(best: float | None, kind: str) -> str:
