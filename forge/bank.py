@@ -193,9 +193,9 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
     remeasured = {Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) for r in ok if r.phase == "final"}
     best: dict[str, Any] = {}
     for r in ok:
-        if r.phase == "search" and Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) in remeasured:
-            continue
         k = Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target)
+        if r.phase == "search" and k in remeasured:
+            continue
         cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
                 "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id,
                 "code": target_code(r.target)}

@@ -9,8 +9,8 @@ enumeration and the values they are told; the per-point data stays here.
 from __future__ import annotations
 
 import gzip
-import zlib
 import json
+import zlib
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Mapping
