@@ -9,8 +9,11 @@ import pytest
 from forge.backends import get_backend
 from forge.backends.replay import load_cache
 
-# Piped output takes its width from COLUMNS when set; the tests read it at the default width.
+# Piped output takes its width from COLUMNS when set; the tests read it at the default width. GNU
+# readline, once imported (pytest's debugger support imports it), sets COLUMNS in the C environment
+# only: os.environ does not see it, the forge processes the tests start would.
 os.environ.pop("COLUMNS", None)
+os.unsetenv("COLUMNS")
 
 
 @pytest.fixture(scope="session")
