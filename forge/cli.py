@@ -120,7 +120,7 @@ def tune(
             raise ForgeInputError("--resume", f"{names}: fixed by the run being resumed; allowed with --resume: "
                                               f"{', '.join('--' + k.replace('_', '-') for k in RESUME_OVERRIDES)}")
         run = tuner.resume(resume, console=err, **given)
-        _print_report(run)
+        _exit_unless_correct([run] if not _print_report(run) else [])
         return
     if config is not None:
         cfg = load_config(config, {"op": op, "out": out_dir, **flags})
@@ -150,24 +150,35 @@ def tune(
         _check_options(sampler or "forge", options)
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
-    runs = []
+    runs, empty = [], []
     for s in settings:
         runs.append(tuner.tune(s, console=err))
-        _print_report(runs[-1])
+        if not _print_report(runs[-1]):
+            empty.append(runs[-1])
     if len(runs) > 1:                    # a config's shapes side by side at the end
         from forge.commands.runs import print_rows, run_row
 
         print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {settings[0].op} tuned", out)
+    _exit_unless_correct(empty)
+
+
+def _exit_unless_correct(empty: list[Path]) -> None:
+    """A run that ends without one correct variant has no result to use: exit 1, so a script or a
+    scheduler sees the failure (its records and reasons are kept in the folder all the same)."""
+    if empty:
+        err.print(f"[red]no correct variant in {', '.join(map(str, empty))}[/red]: see the failed variants "
+                  f"above (`forge report RUN` shows them again); exit status 1", highlight=False)
+        raise typer.Exit(1)
 
 
 def _check_shapes(settings: list[Any], config: Path) -> None:
     """Every shape of a config is checked before the first is tuned: a typo in the last one would
     otherwise surface only after the others' searches."""
-    from forge.tuner import problem_of
+    from forge.tuner import checked_problem
 
     for i, s in enumerate(settings):
         try:
-            problem_of(s)
+            checked_problem(s)
         except ForgeInputError as exc:
             field = exc.field
             if field.startswith("shape"):
@@ -184,12 +195,15 @@ def _check_options(sampler: str, options: dict[str, Any]) -> None:
         check_strategy_options(sampler, options, "--sampler-options")
 
 
-def _print_report(run: Path) -> None:
+def _print_report(run: Path) -> bool:
+    """Prints the run's leaderboard; False when it has no correct variant."""
     from forge.report.leaderboard import build_leaderboard
     from forge.report.render import print_leaderboard
 
-    print_leaderboard(build_leaderboard(run), out)
-    out.print(f"run folder: {run}   (forge report {run} | forge show {run} 1)")
+    lb = build_leaderboard(run)
+    print_leaderboard(lb, out)
+    out.print(f"run folder: {run}" + (f"   (forge report {run} | forge show {run} 1)" if lb.rows else ""))
+    return bool(lb.rows)
 
 
 @app.command()

@@ -193,11 +193,10 @@ def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
     return others
 
 
-def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
-         backend: Backend | None = None) -> Path:
-    """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
-    (tests plant faults this way)."""
-    console = console or make_console(stderr=True)
+def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend]:
+    """The settings' problem and backend, refused with an input error when the target cannot take
+    it: no generator for the op or dtype, or (measured here, by the local executor) data larger than
+    this machine's memory. A Ray cluster's nodes answer for their own memory."""
     problem = problem_of(settings)
     target = get_target(settings.target)
     backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
@@ -208,6 +207,19 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
                                            f"allowed there: {', '.join(others)}")
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
+    too_big = backend.too_big(problem) if settings.executor == "local" else None
+    if too_big:
+        raise ForgeInputError("shape", too_big)
+    return problem, backend
+
+
+def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
+         backend: Backend | None = None) -> Path:
+    """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
+    (tests plant faults this way)."""
+    console = console or make_console(stderr=True)
+    problem, backend = checked_problem(settings, backend)
+    target = backend.target
     space = backend.space(problem).restrict(settings.space)
     t0 = time.perf_counter()
     enum = space.enumerate()

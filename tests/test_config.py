@@ -110,6 +110,9 @@ def test_parse_pairs():
     (["tune", "--op", "attention", "--shape", "B=1,H=4,Hq=8,S=64,D=64"], "shape.H: sets both Hq and Hkv"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,S=64,Sq=32,D=64"], "shape.S: sets both Sq and Skv"),
     (["tune", "--op", "softmax", "--shape", ""], "shape.M: missing dimension"),
+    # data larger than this machine's memory: refused up front, not failed variant by variant
+    (["tune", "--op", "softmax", "--shape", "M=999999999999,N=256"],
+     "shape: softmax[M=999999999999,N=256] float32 needs about"),
     # no A100 here (nor on an sm_90 test machine): refused before a variant is built
     (["tune", "--op", "rmsnorm", "--shape", "M=64,N=256", "--target", "a100", "--measure", "device"],
      "measure: device measurement requested but"),
@@ -174,9 +177,14 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     assert summary.count("complete") == 2
 
 
-def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path):
-    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 4, X: 8}}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
+@pytest.mark.parametrize("second,needle", [
+    ("{M: 4, X: 8}", "c.yaml: shapes[1].X: unknown dimension for softmax"),
+    # larger than this machine's memory (any machine's: 3.6 PiB of float32 in and out)
+    ("{M: 999999999999, N: 256}", "c.yaml: shapes[1]: softmax[M=999999999999,N=256] float32 needs about"),
+])
+def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, second, needle):
+    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {second}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
                           text=True, timeout=120)
-    assert proc.returncode == 2 and "c.yaml: shapes[1].X: unknown dimension for softmax" in proc.stderr
+    assert proc.returncode == 2 and needle in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "r").exists()                       # nothing tuned before the refusal

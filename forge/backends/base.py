@@ -121,6 +121,11 @@ class Backend(ABC):
         """None when the problem can be tuned here, else the reason it cannot."""
         return None
 
+    def too_big(self, problem: Problem) -> str | None:
+        """None when the problem's data fit in the memory this backend runs it in here, else why:
+        a shape a digit too long would otherwise fail every variant, one by one."""
+        return None
+
     def check(self, variant: Variant) -> Verdict:
         sp = self.space(variant.problem)
         reasons = sp.check(variant.config)

@@ -111,6 +111,12 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         # a line that quotes a command stays one line, so the command can be copied whole
         console.print(line, highlight=False, markup=False, soft_wrap="forge tune --resume" in line)
     emulated = any("emulation" in r.extra for r in lb.rows)
+    if not lb.rows:
+        _print_failures(lb, console)
+        finished = lb.info.get("status", "complete") == "complete"
+        console.print("[red]no correct variant[/red]" + ("" if finished else " yet")
+                      + (": every evaluated variant failed (reasons above)" if lb.failures else ""))
+        return
     table = Table(title="leaderboard", show_lines=False)
     for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline") + (
             ("emulation",) if emulated else ()):
@@ -131,12 +137,14 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         console.print(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
                       f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
                       + (f"; emulated shape {best.extra['emulated_shape']}" if best and best.extra.get("emulated_shape") else ""))
+    _print_failures(lb, console)
+
+
+def _print_failures(lb: Leaderboard, console: Console) -> None:
     if lb.failures:
         console.print(f"{len(lb.failures)} failed variants, e.g.:")
         for f in lb.failures[:5]:
             console.print(f"  {f['status']}: {config_text(f['config'])}: {f['reason'][:160]}", highlight=False, markup=False)
-    if not lb.rows:
-        console.print("[red]no correct variant yet[/red]")
 
 
 def to_markdown(lb: Leaderboard, top: int = 20) -> str:

@@ -5,6 +5,7 @@ This is forge's always-available, measured target: `run` times real executions
 """
 from __future__ import annotations
 
+import math
 import shutil
 from statistics import median
 from pathlib import Path
@@ -41,6 +42,22 @@ class CpuBackend(Backend):
         if problem.op not in cgen.spaces.SPACES:
             return f"no CPU generator for {problem.op!r} (have: {', '.join(cgen.spaces.SPACES)})"
         return None
+
+    def too_big(self, problem: Problem) -> str | None:
+        if self.measure == "model":   # nothing is run
+            return None
+        op = get_op(problem.op)
+        n_in = sum(math.prod(s.shape) for s in op.inputs(problem))
+        n_out = math.prod(op.output(problem).shape)
+        # float32 exchange: the inputs held by forge and by the kernel, the output by the kernel and
+        # by forge, then again as the float64 copy the check compares (runner.run_executable).
+        need = cgen.FLOAT * (2 * n_in + 4 * n_out)
+        have = hwinfo.available_memory_bytes()
+        if have is None or need <= have:
+            return None
+        return (f"{problem.short()} needs about {_gib(need)} of memory to run and check each variant "
+                f"(inputs and output in float32, held by forge and by the kernel); this machine has "
+                f"{_gib(have)} available")
 
     def resources(self, variant: Variant) -> dict[str, Any]:
         p, c = variant.problem, variant.config
@@ -140,3 +157,7 @@ class CpuBackend(Backend):
 
     def toolchain(self) -> str:
         return f"{compiler_version(self.compiler)} {' '.join(self.flags)}"
+
+
+def _gib(n: int) -> str:
+    return f"{n / 1024 ** 3:,.1f} GiB"

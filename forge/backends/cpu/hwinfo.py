@@ -79,3 +79,15 @@ def caches(target: Target) -> dict[str, dict[str, object]]:
 
 def cores(target: Target) -> int:
     return int(target.details.get("cores", 1))
+
+
+def available_memory_bytes() -> int | None:
+    """Memory the kernel can take without swapping (the kernel's MemAvailable estimate); None where
+    /proc/meminfo does not say (not Linux)."""
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemAvailable:"):
+                return int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        pass
+    return None

@@ -1,0 +1,25 @@
+"""What a finished command tells a script: a run with no correct variant exits 1 and says why,
+keeping its records; nothing prints an empty leaderboard."""
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+
+from forge.results.store import Store
+
+
+def forge_cli(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=180,
+                          env={**os.environ, "FORGE_BANK": os.devnull, "COLUMNS": "120"})
+
+
+def test_a_run_with_no_correct_variant_exits_1_and_keeps_its_records(tmp_path):
+    out = tmp_path / "run"
+    res = forge_cli("tune", "--op", "softmax", "--shape", "M=8,N=16", "--trials", "2", "--sampler", "random",
+                    "--timeout", "0.001", "--top-k", "0", "--no-bank", "--out", str(out))
+    assert res.returncode == 1, res.stderr[-2000:]
+    assert "no correct variant: every evaluated variant failed" in res.stdout
+    assert "leaderboard" not in res.stdout          # no empty table
+    assert f"no correct variant in {out}" in res.stderr and "Traceback" not in res.stderr
+    assert sum(1 for r in Store.for_run(out).records() if r.status == "timeout") >= 2
