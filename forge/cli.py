@@ -12,10 +12,10 @@ from typing import Any, Optional
 
 import typer
 from rich.markup import escape
-from rich.table import Table
 
 from forge.errors import ForgeInputError, writing
 from forge.report.progress import make_console
+from forge.report.tables import print_fitted
 from forge.search.strategies import sampler_choices
 
 app = typer.Typer(add_completion=False, no_args_is_help=True,
@@ -247,15 +247,14 @@ def ops() -> None:
     from forge.ops import OPS
 
     generators = {"cpu": SPACES, "cuda": MODULES, "ascend": PLANS}
-    table = Table()
-    for col in ("op", "dimensions", "default shape", "attributes", "targets", "description"):
-        table.add_column(col)
+    rows = []
     for op in OPS.values():
         attrs = ", ".join(f"{k}={v}" for k, v in op.attr_defaults.items())
         default = ",".join(f"{k}={v}" for k, v in op.default_shape.items())
         kinds = ", ".join(kind for kind, ops_there in generators.items() if op.name in ops_there)
-        table.add_row(op.name, ", ".join(op.dims), default, attrs, kinds, op.description)
-    out.print(table)
+        rows.append((op.name, ", ".join(op.dims), default, attrs, kinds, op.description))
+    print_fitted(out, ("op", "dimensions", "default shape", "attributes", "targets", "description"), rows,
+                 keys=("op",), wrap=("attributes", "description"))
 
 
 @app.command()
@@ -267,12 +266,9 @@ def targets(name: Optional[str] = typer.Argument(None, help="show one target's n
         t = get_target(name)
         out.print_json(data=t.model_dump())
         return
-    table = Table()
-    for col in ("target", "kind", "description"):
-        table.add_column(col)
-    for t in all_targets().values():
-        table.add_row(t.name, t.kind, t.description + (" (partial: some numbers unknown)" if t.partial else ""))
-    out.print(table)
+    rows = [(t.name, t.kind, t.description + (" (partial: some numbers unknown)" if t.partial else ""))
+            for t in all_targets().values()]
+    print_fitted(out, ("target", "kind", "description"), rows, keys=("target", "kind"), wrap=("description",))
 
 
 def _register_extra_commands() -> None:

@@ -193,10 +193,11 @@ def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
     return others
 
 
-def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend]:
-    """The settings' problem and backend, refused with an input error when the target cannot take
-    it: no generator for the op or dtype, or (measured here, by the local executor) data larger than
-    this machine's memory. A Ray cluster's nodes answer for their own memory."""
+def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend, Space]:
+    """The settings' problem, backend and (restricted) space, refused with an input error when the
+    target cannot take it: no generator for the op or dtype, a space restriction naming an unknown
+    parameter or value, or (measured here, by the local executor) data larger than this machine's
+    memory. A Ray cluster's nodes answer for their own memory."""
     problem = problem_of(settings)
     target = get_target(settings.target)
     backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
@@ -210,7 +211,7 @@ def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> t
     too_big = backend.too_big(problem) if settings.executor == "local" else None
     if too_big:
         raise ForgeInputError("shape", too_big)
-    return problem, backend
+    return problem, backend, backend.space(problem).restrict(settings.space)
 
 
 def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
@@ -218,9 +219,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
     (tests plant faults this way)."""
     console = console or make_console(stderr=True)
-    problem, backend = checked_problem(settings, backend)
+    problem, backend, space = checked_problem(settings, backend)
     target = backend.target
-    space = backend.space(problem).restrict(settings.space)
     t0 = time.perf_counter()
     enum = space.enumerate()
     enum_seconds = time.perf_counter() - t0
@@ -284,6 +284,7 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
         "target": {"name": target.name, "kind": target.kind, "description": target.description},
         "code": target_code(target.name),     # generators + model version: `forge show` compares it
         "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
+        "no_vendor_reason": ctx.backend.no_vendor_reason(problem),   # shown only if no vendor baseline is recorded
         "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
                   "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
         "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),

@@ -4,6 +4,7 @@ the user stopped it). A run that did not evaluate its whole space, replayed: sai
 from __future__ import annotations
 
 import gzip
+import json
 import os
 import shutil
 import subprocess
@@ -72,3 +73,21 @@ def test_replaying_a_run_that_skipped_points_says_its_scores_cover_only_those(sm
     assert res.returncode == 0, res.stderr[-2000:]
     assert "note: the run evaluated 2 of the" in res.stderr and "over those points only" in res.stderr
     assert f"space      {small_run.parent.name}/run " in res.stdout     # named by its folder, relative or not
+
+
+@pytest.mark.parametrize("rank", ["-1", "0", "99"])
+def test_a_rank_out_of_range_names_the_range_even_when_negative(small_run, rank):
+    res = forge_cli("show", str(small_run), rank)
+    assert res.returncode == 2 and "rank: must be between 1 and" in res.stderr, res.stderr[-2000:]
+
+
+def test_compare_of_runs_of_two_problems_names_both_problems(small_run, tmp_path):
+    other = tmp_path / "other"
+    shutil.copytree(small_run, other)
+    info = json.loads((other / "run.json").read_text())
+    info["problem"]["shape"] = {"M": 4, "N": 16}
+    (other / "run.json").write_text(json.dumps(info))
+    res = forge_cli("compare", str(small_run), str(other))
+    assert res.returncode == 2
+    assert (f"error: B: {other} tunes softmax[M=4,N=16] float32 on cpu, not softmax[M=8,N=16] float32 on cpu"
+            in res.stderr), res.stderr

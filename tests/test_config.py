@@ -177,13 +177,15 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     assert summary.count("complete") == 2
 
 
-@pytest.mark.parametrize("second,needle", [
-    ("{M: 4, X: 8}", "c.yaml: shapes[1].X: unknown dimension for softmax"),
+@pytest.mark.parametrize("shapes,needle", [
+    ("[{M: 4, N: 8}, {M: 4, X: 8}]", "c.yaml: shapes[1].X: unknown dimension for softmax"),
     # larger than this machine's memory (any machine's: 3.6 PiB of float32 in and out)
-    ("{M: 999999999999, N: 256}", "c.yaml: shapes[1]: softmax[M=999999999999,N=256] float32 needs about"),
+    ("[{M: 4, N: 8}, {M: 999999999999, N: 256}]",
+     "c.yaml: shapes[1]: softmax[M=999999999999,N=256] float32 needs about"),
+    ("[{M: 4, N: 8}]\nspace: {threads: 99}", "c.yaml: space.threads: value 99 not allowed"),
 ])
-def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, second, needle):
-    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {second}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
+def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, shapes, needle):
+    cfg = write(tmp_path, f"op: softmax\nshapes: {shapes}\ntrials: 2\nout: {tmp_path / 'r'}\n")
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
                           text=True, timeout=120)
     assert proc.returncode == 2 and needle in proc.stderr, proc.stderr[-2000:]

@@ -164,3 +164,27 @@ def test_piped_output_is_wide_unless_columns_names_a_width():
         return max(len(x) for x in out.splitlines())
 
     assert widest({}) > 150 and widest({"COLUMNS": "100"}) <= 100
+
+
+def test_the_emulated_shape_is_written_as_the_flags_write_a_shape():
+    row = Row(1, {"tile": 4}, 1e-3, 0.0, "modeled", None, None, False, None, 0.5, "k", 1,
+              {"emulation": "ok", "emulated_shape": {"M": 4, "N": 32}})
+    lb = Leaderboard("run", {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}},
+                     [row], [], {"ok": 1}, {}, [], [])
+    out = io.StringIO()
+    print_leaderboard(lb, Console(file=out, width=200))
+    assert "emulated shape M=4,N=32" in out.getvalue()
+
+
+def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recorded():
+    from forge.backends import get_backend
+    from forge.problem import Problem
+
+    reason = get_backend("ascend910b2").no_vendor_reason(Problem(**PROBLEM))
+    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}, "no_vendor_reason": reason}
+    unfused = {"name": "unfused", "label": "seq", "median": 2e-3, "status": "ok", "reason": "", "time_kind": "modeled"}
+    lines = headline(Leaderboard("run", info, [], [unfused], {}, {}, [], []))
+    assert f"baseline vendor: none, so '× vendor' is empty — {reason}" in lines and "aclnn" in reason
+    vendor = {**unfused, "name": "vendor"}
+    assert not any("'× vendor' is empty" in x for x in headline(Leaderboard("run", info, [], [unfused, vendor],
+                                                                             {}, {}, [], [])))

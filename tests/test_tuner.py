@@ -352,7 +352,7 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     assert rows.pop()["status"].startswith("unreadable: run.json is not readable (Expecting")
     assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
     assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
-    assert all(r["progress"] == "3 of 3 variants" and r["best"] > 0 and r["speedup"] for r in rows)
+    assert all(r["progress"] == "3 of 3 variants" and r["best"] > 0 and r["speedup_unfused"] for r in rows)
     cli = [sys.executable, "-m", "forge.cli", "runs"]
     listed = subprocess.run([*cli, str(tmp_path / "runs"), "--json", str(tmp_path / "runs.json")],
                             capture_output=True, text=True)

@@ -157,6 +157,10 @@ class Backend(ABC):
                   timeout: float) -> list[Baseline]:
         return []
 
+    def no_vendor_reason(self, problem: Problem) -> str:
+        """Why a run here may have no vendor baseline: the report says it where "× vendor" is empty."""
+        return f"forge times no vendor kernel on {self.target.name}"
+
     def measure_available(self) -> tuple[bool, str]:
         """(True, "") when `run` measures on real hardware here, else (False, why)."""
         return True, ""

@@ -7,10 +7,10 @@ from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from forge.bench.board import build_board
 from forge.report.progress import make_console
+from forge.report.tables import print_fitted
 from forge.report.html import _num, _pct, _shape, _us, render_html
 from forge.variant import config_text
 
@@ -74,15 +74,13 @@ def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases
     console.print(f"[bold]forge bench — {escape(board['suite'])} on {escape(board['target'])}[/] ({board['target_kind']})")
     if board["state"]["line"]:
         console.print(f"[yellow]{escape(board['state']['line'])}[/]", soft_wrap=True)   # it quotes a command
-    t = Table(*op_head(board), title="per problem / operator", show_lines=False)
-    for o in board["operators"]:
-        t.add_row(*map(escape, op_cells(o)))
-    console.print(t)
-    c = Table(*CASE_HEAD, title=f"per case (first {max_cases})" if len(board["cases"]) > max_cases else "per case")
-    for r in board["cases"][:max_cases]:
-        style = "green" if r["status"] == "PASSED" else ("dim" if r["status"] == "UNSUPPORTED" else "red")
-        c.add_row(*map(escape, case_cells(r)), style=style)
-    console.print(c)
+    print_fitted(console, op_head(board), [op_cells(o) for o in board["operators"]], keys=("source", "name"),
+                 wrap=("forge op",), title="per problem / operator")
+    shown = board["cases"][:max_cases]
+    styles = ["green" if r["status"] == "PASSED" else ("dim" if r["status"] == "UNSUPPORTED" else "red") for r in shown]
+    print_fitted(console, CASE_HEAD, [case_cells(r) for r in shown], keys=("name", "id", "forge problem", "status"),
+                 wrap=("forge problem", "best config / reason"), styles=styles,
+                 title=f"per case (first {max_cases})" if len(board["cases"]) > max_cases else "per case")
     console.print(total_line(board), markup=False)
 
 

@@ -6,12 +6,11 @@ from pathlib import Path
 from typing import Optional
 
 import typer
-from rich.markup import escape
-from rich.table import Table
 
 from forge.bank import Bank, bank_path, bank_unusable, export_bank, import_bank, is_current, offer_summary
 from forge.errors import ForgeInputError
 from forge.report.progress import make_console
+from forge.report.tables import print_fitted
 from forge.variant import config_text
 
 bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, attrs, target).", no_args_is_help=True)
@@ -32,14 +31,15 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
         counters = bank.counters()
-    table = Table("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "code", title=str(bank_path()))
+    rows = []
     for e in entries:
         dims = [d for d in _dims(e["op"]) if d in e["shape"]] or sorted(e["shape"])
-        table.add_row(*map(escape, (e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
-                      ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
-                      config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],
-                      "current" if is_current(e) else "stale (other generator/model version)")))
-    console.print(table)
+        rows.append((e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
+                     ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
+                     config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],
+                     "current" if is_current(e) else "stale (other generator/model version)"))
+    print_fitted(console, ("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "code"), rows,
+                 keys=("op", "target", "shape", "dtype"), wrap=("config", "code"), title=str(bank_path()))
     console.print("since the bank was made: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
 
 

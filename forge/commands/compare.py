@@ -8,11 +8,11 @@ from typing import Any, Optional
 
 import typer
 from rich.console import Console
-from rich.table import Table
 
 from forge.errors import writing
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
+from forge.report.tables import print_fitted
 from forge.variant import config_text
 
 
@@ -52,15 +52,12 @@ def compare(
 def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
     a, b = cmp["a"], cmp["b"]
     con.print(f"{Problem(**a['problem']).short()} on {a['target']}", highlight=False)
-    table = Table()
-    for col in ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"):
-        table.add_column(col)
-    for name, r in (("A", a), ("B", b)):
-        table.add_row(name, r["path"], str(r["sampler"]), f"{r['evaluations']} ({r['ok']})",
-                      _t(r["time"], r.get("time_kind")) + (f" ± {fmt_seconds(r['spread'])}" if r.get("spread") else ""),
-                      str(r.get("found_at") or "–"), _x(r.get("speedup_unfused")), _x(r.get("speedup_vendor")),
-                      config_text(r.get("config")))
-    con.print(table)
+    rows = [(name, r["path"], str(r["sampler"]), f"{r['evaluations']} ({r['ok']})",
+             _t(r["time"], r.get("time_kind")) + (f" ± {fmt_seconds(r['spread'])}" if r.get("spread") else ""),
+             str(r.get("found_at") or "–"), _x(r.get("speedup_unfused")), _x(r.get("speedup_vendor")),
+             config_text(r.get("config"))) for name, r in (("A", a), ("B", b))]
+    print_fitted(con, ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"),
+                 rows, keys=("", "run"), wrap=("run", "config"))
     said = {"A": "A is faster", "B": "B is faster", "tie": "a tie (closer than the larger spread)"}
     con.print(f"B/A {_x(cmp['ratio'])}: {said.get(cmp['verdict'], cmp['verdict'])}"
               + (" (one time measured, one modeled)" if cmp["kinds_differ"] else ""), highlight=False)
@@ -73,27 +70,24 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
               highlight=False)
     if cmp["only_a"] or cmp["only_b"]:
         con.print(f"cases in one bench only (not compared): A {cmp['only_a']}, B {cmp['only_b']}")
-    summary = Table(title="per operator: B time / A time (geomean over cases both passed; > 1: A faster)")
-    for col in ("operator", "compared", "B/A", "A faster", "B faster", "ties", "A only", "B only",
-                "speedup A", "speedup B"):
-        summary.add_column(col, justify="left" if col == "operator" else "right")
-    for o in [*cmp["operators"], cmp["total"]]:
-        summary.add_row(o["name"], str(o["compared"]), _x(o["geomean_ratio"]), str(o["a_faster"]),
-                        str(o["b_faster"]), str(o["ties"]), str(o["a_only"]), str(o["b_only"]),
-                        _x(o["geomean_speedup_a"]), _x(o["geomean_speedup_b"]))
-    con.print(summary)
+    head = ("operator", "compared", "B/A", "A faster", "B faster", "ties", "A only", "B only", "speedup A", "speedup B")
+    summary = [(o["name"], str(o["compared"]), _x(o["geomean_ratio"]), str(o["a_faster"]), str(o["b_faster"]),
+                str(o["ties"]), str(o["a_only"]), str(o["b_only"]), _x(o["geomean_speedup_a"]),
+                _x(o["geomean_speedup_b"])) for o in [*cmp["operators"], cmp["total"]]]
+    print_fitted(con, head, summary, keys=("operator",), right=head[1:],
+                 title="per operator: B time / A time (geomean over cases both passed; > 1: A faster)")
     rows = [r for r in cmp["cases"] if show_all or r["verdict"] != "tie"]
     rows.sort(key=lambda r: (r["ratio"] is None, r["ratio"] or 0.0))
-    cases = Table(title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")
-    for col in ("case", "problem", "A", "B", "B/A", "faster"):
-        cases.add_column(col, justify="right" if col in ("A", "B", "B/A") else "left")
+    cases = []
     for r in rows:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
-        cases.add_row(f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
+        cases.append((f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
                       _t(r["a"]["time"], r["a"]["time_kind"]) if r["a"]["status"] == "PASSED" else r["a"]["status"],
                       _t(r["b"]["time"], r["b"]["time_kind"]) if r["b"]["status"] == "PASSED" else r["b"]["status"],
-                      _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else ""))
-    con.print(cases)
+                      _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else "")))
+    print_fitted(con, ("case", "problem", "A", "B", "B/A", "faster"), cases, keys=("case", "problem"),
+                 wrap=("problem",), right=("A", "B", "B/A"),
+                 title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")
 
 
 def register(app: typer.Typer) -> None:

@@ -15,6 +15,7 @@ from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
+from forge.report.tables import print_fitted
 from forge.results.lock import activity
 
 
@@ -30,8 +31,8 @@ def run_row(path: Path) -> dict[str, Any]:
             "status": activity(path, info.get("status") == "complete"),
             "progress": "bank hit" if info.get("bank_hit") else evaluated_text(lb),
             "best": best.median if best else None, "best_kind": best.time_kind if best else None,
-            "speedup": best.speedup_vendor or best.speedup_unfused if best else None,
-            "speedup_over": ("vendor" if best.speedup_vendor else "unfused") if best else None}
+            "speedup_unfused": best.speedup_unfused if best else None,
+            "speedup_vendor": best.speedup_vendor if best else None}
 
 
 def bench_row(path: Path) -> dict[str, Any]:
@@ -43,20 +44,30 @@ def bench_row(path: Path) -> dict[str, Any]:
             "what": f"bench {board['suite']} ({total['cases']} cases)", "target": board["target"],
             "status": activity(path, state["finished"] == state["cases"]),
             "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed",
-            "best": None, "best_kind": None, "speedup": total["geomean_speedup"], "speedup_over": "geomean"}
+            "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None,
+            # over each case's own baseline (the suite's reference kernel, or forge's unfused sequence)
+            "geomean_speedup": total["geomean_speedup"]}
 
 
 def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
-    table = Table(title=title)
-    for col in ("folder", "what", "target", "state", "progress", "best", "speedup"):
-        table.add_column(col)
+    """One row per folder. A run's best time says whether it was measured or modeled, and its
+    speedups over the unfused sequence and over the vendor kernel stay in their own columns: a
+    column mixing the two would set unlike ratios side by side. A bench's geomean (over each case's
+    own baseline) is said in its progress."""
+    cells, styles = [], []
     for r in rows:
-        best = fmt_seconds(r["best"]) + (" (modeled)" if r["best_kind"] == "modeled" else "") if r["best"] else "–"
-        speed = f"{r['speedup']:.2f}× {r['speedup_over']}" if r["speedup"] else "–"
-        style = "yellow" if r["status"].startswith("in progress") else "red" if r["status"] != "complete" else ""
-        table.add_row(*map(escape, (Path(r["path"]).name, r["what"], str(r["target"]), r["status"], r["progress"],
-                                    best, speed)), style=style)
-    con.print(table)
+        best = f"{fmt_seconds(r['best'])} {r['best_kind']}" if r["best"] else "–"
+        progress = r["progress"] + (f", geomean {r['geomean_speedup']:.2f}× over the cases' baselines"
+                                    if r.get("geomean_speedup") else "")
+        cells.append((Path(r["path"]).name, r["what"], str(r["target"]), r["status"], progress, best,
+                      _times(r.get("speedup_unfused")), _times(r.get("speedup_vendor"))))
+        styles.append("yellow" if r["status"].startswith("in progress") else "red" if r["status"] != "complete" else "")
+    print_fitted(con, ("folder", "what", "target", "state", "progress", "best", "× unfused", "× vendor"), cells,
+                 keys=("folder", "what"), wrap=("what", "state", "progress"), title=title, styles=styles)
+
+
+def _times(x: float | None) -> str:
+    return f"{x:.2f}×" if x else "–"
 
 
 def collect(folder: Path) -> list[dict[str, Any]]:
@@ -73,7 +84,7 @@ def collect(folder: Path) -> list[dict[str, Any]]:
         except Exception as exc:  # noqa: BLE001 - one damaged folder must not hide the others
             rows.append({"kind": kind, "path": str(path), "started": None, "what": "?", "target": "?",
                          "status": f"unreadable: {_damage(exc).replace(f'{path}/', '')[:100]}", "progress": "–",
-                         "best": None, "best_kind": None, "speedup": None, "speedup_over": None})
+                         "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None})
     return rows
 
 

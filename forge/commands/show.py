@@ -87,4 +87,5 @@ def show(run: Path = typer.Argument(..., help="run folder"),
 
 
 def register(app: typer.Typer) -> None:
-    app.command("show")(show)
+    # `forge show RUN -1` reaches the rank check ("between 1 and N"), not "no such option -1".
+    app.command("show", context_settings={"ignore_unknown_options": True})(show)

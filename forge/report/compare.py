@@ -18,6 +18,7 @@ from typing import Any
 from forge.bench.board import UNSUPPORTED, build_board
 from forge.bench.runner import BENCH_FILE
 from forge.errors import ForgeInputError
+from forge.problem import Problem
 from forge.report import scores
 
 
@@ -102,6 +103,9 @@ def compare_runs(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
     """The best variant of each of two runs of the same problem on the same target."""
     a, b = _best(Path(path_a)), _best(Path(path_b))
     if (a["problem"], a["target"]) != (b["problem"], b["target"]):
-        raise ForgeInputError("B", f"{path_b} tunes {b['problem']} on {b['target']}, not {a['problem']} on "
-                                   f"{a['target']}: compare runs of one problem (or two bench folders)")
+        def what(r: dict[str, Any]) -> str:
+            return f"{Problem(**r['problem']).short() if r['problem'] else 'no recorded problem'} on {r['target']}"
+
+        raise ForgeInputError("B", f"{path_b} tunes {what(b)}, not {what(a)}: compare runs of one problem on one "
+                                   "target (or two bench folders)")
     return {"a": a, "b": b, **_outcome(a, b, a["time"] is not None, b["time"] is not None)}

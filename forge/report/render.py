@@ -12,9 +12,14 @@ from rich.table import Table
 from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
+from forge.report.tables import make_table, print_indented, width_left
 from forge.results.lock import folder_holder, holder_text
 from forge.results.remeasure import describe
 from forge.variant import config_text
+
+
+# A config column narrower than this takes more lines per row than the config listed below the table.
+CONFIG_MIN_WIDTH = 32
 
 
 def _x(v: float | None) -> str:
@@ -96,6 +101,8 @@ def headline(lb: Leaderboard) -> list[str]:
     for b in lb.baselines:
         t = fmt_seconds(b["median"]) if b["status"] == "ok" else f"{b['status']}: {b['reason'][:80]}"
         lines.append(f"baseline {b['name']}: {t} [{b['time_kind']}] — {b['label']}")
+    if not any(b["name"] == "vendor" for b in lb.baselines) and lb.info.get("no_vendor_reason"):
+        lines.append(f"baseline vendor: none, so '× vendor' is empty — {lb.info['no_vendor_reason']}")
     if lb.info.get("roofline_seconds"):
         lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
@@ -117,15 +124,25 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         console.print("[red]no correct variant[/red]" + ("" if finished else " yet")
                       + (": every evaluated variant failed (reasons above)" if lb.failures else ""))
         return
-    table = Table(title="leaderboard", show_lines=False)
-    for col in ("rank", "config", "median", "spread", "kind", "vs unfused", "vs vendor", "roofline") + (
-            ("emulation",) if emulated else ()):
-        table.add_column(col, overflow="fold")
-    for r in lb.rows[:top]:
-        table.add_row(_rank(r), escape(config_text(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
-                      _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor),
-                      _pct(r.roofline_fraction), *((str(r.extra.get("emulation", "—")),) if emulated else ()))
-    console.print(table)
+    columns = ("rank", "config", "median", "spread", "kind", "× unfused", "× vendor", "roofline") + (
+        ("emulation",) if emulated else ())
+    cells = [(_rank(r), escape(config_text(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
+              _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor), _pct(r.roofline_fraction),
+              *((str(r.extra.get("emulation", "—")),) if emulated else ())) for r in lb.rows[:top]]
+
+    def table(with_config: bool) -> Table:
+        keep = [i for i, c in enumerate(columns) if with_config or c != "config"]
+        t = make_table([columns[i] for i in keep], wrap={"config"}, title="leaderboard")
+        for row in cells:
+            t.add_row(*(row[i] for i in keep))
+        return t
+
+    # A terminal too narrow for the configs beside the numbers gets them listed below the table.
+    narrow = width_left(console, table(False)) < CONFIG_MIN_WIDTH
+    console.print(table(not narrow))
+    if narrow:
+        for r in lb.rows[:top]:
+            print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
     if any(r.remeasured for r in lb.rows[:top]):
         console.print("* re-measured at the end with more repetitions")
     best = lb.best
@@ -136,8 +153,14 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
         console.print(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
                       f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
-                      + (f"; emulated shape {best.extra['emulated_shape']}" if best and best.extra.get("emulated_shape") else ""))
+                      + (f"; emulated shape {_dims(best.extra['emulated_shape'])}"
+                         if best and best.extra.get("emulated_shape") else ""))
     _print_failures(lb, console)
+
+
+def _dims(shape: Any) -> str:
+    """{"M": 64, "N": 256} as the flags write it, M=64,N=256."""
+    return ",".join(f"{k}={v}" for k, v in shape.items()) if isinstance(shape, dict) else str(shape)
 
 
 def _print_failures(lb: Leaderboard, console: Console) -> None:
@@ -150,7 +173,7 @@ def _print_failures(lb: Leaderboard, console: Console) -> None:
 def to_markdown(lb: Leaderboard, top: int = 20) -> str:
     out = [f"# forge leaderboard — {lb.run_dir}", ""]
     out += [f"- {line}" for line in headline(lb)]
-    out += ["", "| rank | config | median | spread | kind | vs unfused | vs vendor | roofline |",
+    out += ["", "| rank | config | median | spread | kind | × unfused | × vendor | roofline |",
             "|---|---|---|---|---|---|---|---|"]
     for r in lb.rows[:top]:
         out.append(f"| {_rank(r)} | `{config_text(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "

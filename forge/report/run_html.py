@@ -22,7 +22,7 @@ TEMPLATE = r"""<!doctype html>
 <ul>{% for line in head %}<li>{{ line }}</li>{% endfor %}</ul>
 <h2>Leaderboard</h2>
 <table id="leaderboard"><tr><th>rank</th><th class="l">config</th><th>median</th><th>spread</th><th>kind</th>
-<th>vs unfused</th><th>vs vendor</th><th>roofline</th></tr>
+<th>× unfused</th><th>× vendor</th><th>roofline</th></tr>
 {% for r in lb.rows[:50] %}<tr><td>{{ r.rank }}{% if r.tie_with %} (tie #{{ r.tie_with }}){% endif %}</td>
 <td class="l">{{ cfg(r.config) }}</td><td class="{{ r.time_kind }}">{{ t(r.median) }}{% if r.remeasured %} *{% endif %}</td>
 <td>{{ t(r.spread) if r.time_kind == "measured" else "—" }}</td><td>{{ r.time_kind }}</td>

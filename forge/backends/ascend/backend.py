@@ -181,6 +181,10 @@ class AscendBackend(Backend):
         return [Baseline("unfused", label, Measurement("ok", "modeled", timings=[total], time_kind="modeled",
                                                         extra={"kernels": {k.label: k.seconds for k in ks}}))]
 
+    def no_vendor_reason(self, problem: Problem) -> str:
+        return ("forge does not time CANN's own operators (aclnn), with or without an NPU: Ascend runs are "
+                "ranked against the modeled unfused sequence only")
+
     def measure_available(self) -> tuple[bool, str]:
         if self.measure == "model":
             return False, "times are modeled: --measure model"

@@ -15,7 +15,7 @@ from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
 from forge.backends.cpu import hwinfo
 from forge.backends.cpu.build import build_source, compiler_version
 from forge.backends.cpu.runner import run_executable
-from forge.backends.cpu.vendor import measure_vendor
+from forge.backends.cpu.vendor import LABELS as VENDOR_LABELS, measure_vendor
 from forge.generators import c as cgen
 from forge.ops import get_op
 from forge.problem import Problem
@@ -147,6 +147,12 @@ class CpuBackend(Backend):
         m.extra.update({"threads": threads, "steps": get_op(problem.op).unfused_steps(problem),
                         "source_hash": art.source_hash})
         return Baseline("unfused", cgen.unfused_label(problem), m)
+
+    def no_vendor_reason(self, problem: Problem) -> str:
+        if problem.op not in VENDOR_LABELS:
+            return f"PyTorch, the CPU's vendor library here, has no kernel for {problem.op}"
+        return ("the vendor kernel (PyTorch on this CPU) is timed only when torch is installed "
+                "(pip install -e '.[torch]')")
 
     def measure_available(self) -> tuple[bool, str]:
         if self.measure == "model":

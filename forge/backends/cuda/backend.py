@@ -216,6 +216,12 @@ class CudaBackend(Backend):
                        f"{self.target.name}'s {self.arch.limits.cc}"
                        + (f": tune for it with --target {' or '.join(same)}" if same else ""))
 
+    def no_vendor_reason(self, problem: Problem) -> str:
+        on_device, why = self._use_device()
+        if on_device:
+            return "PyTorch with CUDA did not run here (not installed, or its run failed), so no vendor kernel was timed"
+        return f"the vendor kernels (PyTorch on the GPU) are timed only where a GPU measures ({why})"
+
     def _use_device(self) -> tuple[bool, str]:
         if self.measure == "model":
             return False, "measure=model"
