@@ -14,8 +14,8 @@ from rich.measure import Measurement
 from rich.table import Table
 from rich.text import Text
 
-# Narrower than this, a running-text column holds too few characters per line to be read; the
-# leaderboard then lists its configs below the table instead.
+# Narrower than this, a running-text column holds too few characters per line to be read: its
+# table is printed as records instead.
 MIN_TEXT_WIDTH = 16
 
 
