@@ -211,31 +211,40 @@ def report(
     run: Path = typer.Argument(..., help="run folder"),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="also write md | json | csv (| html when available)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>)"),
-    top: int = typer.Option(10, help="rows shown in the terminal"),
+    top: Optional[int] = typer.Option(None, min=1, help="rows shown in the terminal (default 10; a bench's "
+                                                          "cases: 60)"),
 ) -> None:
     """Print a run's leaderboard (or a bench folder's); with --format, also write it to a file."""
     from forge.bench.runner import BENCH_FILE
-    from forge.report.leaderboard import build_leaderboard
-    from forge.report.render import FORMATS, print_leaderboard
-    from forge.report.run_html import leaderboard_html
 
-    formats = {**FORMATS, "html": leaderboard_html}
-    if fmt and fmt not in formats:
-        raise ForgeInputError("--format", f"unknown format {fmt!r}; allowed: {', '.join(formats)}")
     if (Path(run) / BENCH_FILE).is_file():
-        from forge.bench.render import write_reports
+        from forge.bench.board import build_board
+        from forge.bench.render import FILES, to_terminal
 
-        for kind, path in write_reports(run, console=out).items():
-            out.print(f"wrote {path}")
-        return
-    lb = build_leaderboard(run)
-    print_leaderboard(lb, out, top=top)
+        formats = {name: render for name, (_, render) in FILES.items()}
+        _check_format(fmt, formats, "a bench folder")
+        report = build_board(run)
+        to_terminal(report, out, max_cases=top or 60)
+    else:
+        from forge.report.leaderboard import build_leaderboard
+        from forge.report.render import FORMATS, print_leaderboard
+        from forge.report.run_html import leaderboard_html
+
+        formats = {**FORMATS, "html": leaderboard_html}
+        _check_format(fmt, formats, "a run folder")
+        report = build_leaderboard(run)
+        print_leaderboard(report, out, top=top or 10)
     if fmt:
         path = output or Path(run) / f"leaderboard.{fmt}"
         with writing("--output", path):
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(formats[fmt](lb))
+            path.write_text(formats[fmt](report))
         out.print(f"wrote {path}")
+
+
+def _check_format(fmt: str | None, formats: dict[str, Any], what: str) -> None:
+    if fmt and fmt not in formats:
+        raise ForgeInputError("--format", f"unknown format {fmt!r} for {what}; allowed: {', '.join(formats)}")
 
 
 @app.command()

@@ -31,7 +31,7 @@ class SearchOptions(BaseModel):
     sampler: str = "forge"
     sampler_options: dict[str, Any] = Field(default_factory=dict,
                                             description="the sampler's own options, e.g. path_floor: 0.75")
-    seed: int = 0
+    seed: int = Field(0, ge=0, description="seeds the search and the inputs (numpy takes no negative seed)")
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     build_workers: int | None = Field(None, ge=1)
@@ -96,13 +96,18 @@ class TuneConfig(SearchOptions):
         return out
 
 
+# Settings whose command-line option is not named after them.
+FLAGS = {"attrs": "--attr", "bank": "--no-bank", "host_check": "--no-host-check"}
+
+
 def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False) -> ForgeInputError:
     """The first validation error as a ForgeInputError naming the field (or, `as_flag`, the
     command-line option that sets it) and what is allowed."""
     err = exc.errors()[0]
     field = ".".join(str(x) for x in err["loc"]) or "config"
     if as_flag:
-        field = "--" + field.replace("_", "-")
+        head, _, rest = field.partition(".")
+        field = FLAGS.get(head, "--" + head.replace("_", "-")) + (f".{rest}" if rest else "")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = TuneConfig if prefix else TuneSettings
@@ -133,7 +138,8 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tu
 
 
 def make_settings(**fields: Any) -> TuneSettings:
+    """Settings from command-line options: an error names the option (--time-budget, not time_budget)."""
     try:
         return TuneSettings(**{k: v for k, v in fields.items() if v is not None})
     except ValidationError as exc:
-        raise pydantic_error(exc) from None
+        raise pydantic_error(exc, as_flag=True) from None

@@ -268,7 +268,7 @@ def test_reports_written_in_all_formats(tmp_path, fake_tuner):
     paths = write_reports(tmp_path, terminal=False)
     data = json.loads(paths["json"].read_text())
     assert data["total"]["cases"] == 5 and data["cases"][0]["t_sol"] > 0
-    md = paths["markdown"].read_text()
+    md = paths["md"].read_text()
     assert "| softmax_h64 | 8 |" in md and "(measured)" in md and "(modeled)" in md and "UNSUPPORTED" in md
     html = paths["html"].read_text()
     assert html.count("data:image/png;base64,") == 3 and "<table id=\"cases\">" in html
@@ -371,3 +371,51 @@ def test_two_runs_of_one_problem_compared(tmp_path):
     res = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert res.exit_code == 0, res.output
     assert "B/A 1.250: A is faster" in res.output and "random" in res.output and "12 µs" in res.output
+
+
+def test_a_rerun_into_a_bench_with_other_settings_is_refused_where_it_runs_may_change(tmp_path, fake_tuner):
+    """A rerun continues the bench: with another budget, sampler, bank use or case selection it
+    would skip the finished cases and label them with settings they were not made with."""
+    import re
+
+    fake_tuner({m: ([10], 20, None, "measured") for m in (8, 16, 32, 64)})
+    suite = make_suite()
+    run_bench(suite, "cpu", tmp_path, budget_per_case=4, options={"sampler": "random", "seed": 0})
+    for budget, options, needle in (
+            (5, {"sampler": "random", "seed": 0}, "--budget-per-case 4, now 5"),
+            (4, {"sampler": "forge", "seed": 0}, "--sampler random, now forge"),
+            (4, {"sampler": "random", "seed": 0, "bank": False}, "without --no-bank, now with it")):
+        with pytest.raises(ForgeInputError, match=re.escape(needle)):
+            run_bench(suite, "cpu", tmp_path, budget_per_case=budget, options=options)
+    with pytest.raises(ForgeInputError, match=re.escape("its 4 cases, now 2 of which 0 new (--ops)")):
+        run_bench(Suite("t", "test suite", suite.cases[:2], []), "cpu", tmp_path, budget_per_case=4,
+                  options={"sampler": "random", "seed": 0})
+    # where it runs may change, and the same settings continue it
+    counts = run_bench(suite, "cpu", tmp_path, budget_per_case=4,
+                       options={"sampler": "random", "seed": 0, "executor": "local", "build_workers": None})
+    assert counts == {"tuned": 0, "skipped": 4, "failed": 0}
+    assert json.loads((tmp_path / "bench.json").read_text())["options"]["seed"] == 0     # a value, not "0"
+
+
+def test_an_ops_name_that_selects_nothing_is_named_even_beside_one_that_does():
+    assert make_suite().unmatched(["softmax", "nosuch", "softmax_h64"]) == ["nosuch"]
+
+
+def test_report_of_a_bench_writes_the_format_asked_where_asked_and_a_bench_where_nothing_passed_exits_1(
+        tmp_path, fake_tuner):
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    fake_tuner({m: (["incorrect"], 20, None, "measured") for m in (8, 16, 32, 64)})
+    run_bench(make_suite(), "cpu", tmp_path / "b", budget_per_case=1)
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "b"), "--format", "md", "--output", str(tmp_path / "x.md")])
+    assert res.exit_code == 0, res.output
+    assert (tmp_path / "x.md").read_text().startswith("# forge bench")
+    assert not (tmp_path / "b" / "leaderboard.md").exists()            # a report writes only what is asked
+    res = CliRunner().invoke(app, ["report", str(tmp_path / "b"), "--format", "csv"])
+    assert isinstance(res.exception, ForgeInputError)           # exit 2 by forge's main
+    assert "unknown format 'csv' for a bench folder; allowed: json, md, html" in str(res.exception)
+    res = CliRunner().invoke(app, ["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "softmax",
+                                   "--out", str(tmp_path / "b"), "--report-only"])
+    assert res.exit_code == 1 and "no case of" in res.output

@@ -110,6 +110,9 @@ def test_parse_pairs():
     (["tune", "--op", "attention", "--shape", "B=1,H=4,Hq=8,S=64,D=64"], "shape.H: sets both Hq and Hkv"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,S=64,Sq=32,D=64"], "shape.S: sets both Sq and Skv"),
     (["tune", "--op", "softmax", "--shape", ""], "shape.M: missing dimension"),
+    # an error in a value given by an option names the option
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--seed", "-1"], "--seed: Input should be greater than or equal"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--time-budget", "0"], "--time-budget: Input should be"),
     # data larger than this machine's memory: refused up front, not failed variant by variant
     (["tune", "--op", "softmax", "--shape", "M=999999999999,N=256"],
      "shape: softmax[M=999999999999,N=256] float32 needs about"),

@@ -75,12 +75,18 @@ class Suite:
         if not ops:
             return self
         wanted = {o.lower() for o in ops}
-
-        def hit(op: str | None, name: str) -> bool:
-            base = re.sub(r"^\d+_", "", name.lower())
-            return (op or "").lower() in wanted or name.lower() in wanted or base in wanted or any(
-                base.startswith(w + "_") for w in wanted)
-
         return Suite(self.name, self.description,
-                     [c for c in self.cases if hit(c.op, c.source_name)],
-                     [u for u in self.unsupported if hit(None, u.source_name)], self.origin)
+                     [c for c in self.cases if _matches(c.op, c.source_name, wanted)],
+                     [u for u in self.unsupported if _matches(None, u.source_name, wanted)], self.origin)
+
+    def unmatched(self, ops: list[str]) -> list[str]:
+        """The names in `ops` that select no case (a typo beside a good name would go unnoticed)."""
+        return [o for o in ops if not any(_matches(c.op, c.source_name, {o.lower()}) for c in self.cases)
+                and not any(_matches(None, u.source_name, {o.lower()}) for u in self.unsupported)]
+
+
+def _matches(op: str | None, name: str, wanted: set[str]) -> bool:
+    """A forge op, a benchmark name, or that name without its number prefix or its variant suffix."""
+    base = re.sub(r"^\d+_", "", name.lower())
+    return (op or "").lower() in wanted or name.lower() in wanted or base in wanted or any(
+        base.startswith(w + "_") for w in wanted)

@@ -88,15 +88,25 @@ def _json_default(o: Any) -> Any:
     return str(o)
 
 
-def write_reports(bench_dir: str | Path, console: Console | None = None, terminal: bool = True) -> dict[str, Path]:
-    """Build the leaderboard of a bench folder and write leaderboard.{json,md,html} beside it."""
+def to_json(board: dict[str, Any]) -> str:
+    return json.dumps(board, indent=1, default=_json_default)
+
+
+# A bench's report files, by `forge report --format` name: (file name, renderer).
+FILES = {"json": ("leaderboard.json", to_json), "md": ("leaderboard.md", to_markdown),
+         "html": ("leaderboard.html", render_html)}
+
+
+def write_reports(bench_dir: str | Path, console: Console | None = None, terminal: bool = True,
+                  board: dict[str, Any] | None = None) -> dict[str, Path]:
+    """Write leaderboard.{json,md,html} into a bench folder (from `board`, or built from the folder)
+    and print it unless `terminal` is False."""
     bench_dir = Path(bench_dir)
-    board = build_board(bench_dir)
-    paths = {"json": bench_dir / "leaderboard.json", "markdown": bench_dir / "leaderboard.md",
-             "html": bench_dir / "leaderboard.html"}
-    paths["json"].write_text(json.dumps(board, indent=1, default=_json_default))
-    paths["markdown"].write_text(to_markdown(board))
-    paths["html"].write_text(render_html(board))
+    board = board or build_board(bench_dir)
+    paths = {}
+    for fmt, (name, render) in FILES.items():
+        paths[fmt] = bench_dir / name
+        paths[fmt].write_text(render(board))
     if terminal:
         to_terminal(board, console)
     return paths

@@ -127,8 +127,12 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         if old.get("target") != target:
             raise ForgeInputError("out", f"{out} holds a bench for target {old.get('target')!r}, not {target!r}; "
                                          "use another --out")
+        changed = settings_changed(old, suite, budget_per_case, options or {})
+        if changed:
+            raise ForgeInputError("out", f"{out} holds a bench made with other settings ({'; '.join(changed)}): "
+                                         "rerun it with its own settings to continue it, or give another --out")
     meta = {"suite": suite.name, "description": suite.description, "origin": suite.origin, "target": target,
-            "budget_per_case": budget_per_case, "options": {k: str(v) for k, v in (options or {}).items()},
+            "budget_per_case": budget_per_case, "options": dict(options or {}),
             "cases": [c.as_dict() | {"key": c.key} for c in suite.cases],
             "unsupported": [u.as_dict() for u in suite.unsupported], "updated": time.time(), "command": command}
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
@@ -180,6 +184,44 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         spent.append(record["seconds"])
         (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
     return counts
+
+
+# Where a bench's cases run may change between invocations; what they search and measure may not.
+PLACEMENT = ("executor", "ray_address", "devices")
+
+
+def settings_changed(old: dict[str, Any], suite: Suite, budget_per_case: int | None,
+                     options: dict[str, Any]) -> list[str]:
+    """What a rerun into a bench folder would change, in words: its suite, its case selection, its
+    budget or a search option. A rerun continues the bench, so a change would skip the finished
+    cases and label their results with settings they were not made with. (Options of benches made
+    before they were stored as values are compared as text.)"""
+    changed = []
+    if old.get("suite") != suite.name:
+        changed.append(f"suite {old.get('suite')}, now {suite.name}")
+    before = {c.get("key") for c in old.get("cases", [])}
+    now = {c.key for c in suite.cases}
+    if before != now:
+        changed.append(f"its {len(before)} cases, now {len(now)} of which {len(now - before)} new (--ops)")
+    if old.get("budget_per_case") != budget_per_case:
+        changed.append(f"--budget-per-case {old.get('budget_per_case')}, now {budget_per_case}")
+    recorded = old.get("options", {})
+    for name, value in options.items():
+        if name not in PLACEMENT and str(recorded.get(name)) != str(value):
+            changed.append(_change(name, recorded.get(name), value))
+    return changed
+
+
+# Options given by a negative flag: the setting is False when the flag was given.
+NEGATED = {"host_check": "no-host-check", "bank": "no-bank"}
+
+
+def _change(name: str, before: Any, now: Any) -> str:
+    if name in NEGATED:
+        def given(v: Any) -> str:
+            return "with" if str(v) == "False" else "without"
+        return f"{given(before)} --{NEGATED[name]}, now {given(now)} it"
+    return f"--{name.replace('_', '-')} {before}, now {now}"
 
 
 def continue_hint(command: str | None) -> str:

@@ -9,6 +9,7 @@ from typing import Optional
 
 import typer
 
+from forge.bench.board import build_board
 from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
@@ -34,7 +35,10 @@ def bench(
                                               help="with --executor ray: join this Ray cluster"),
     devices: Optional[int] = typer.Option(None, "--devices", min=1, help="with --executor ray: devices measuring "
                                                                          "at once (default 1)"),
-    seed: int = typer.Option(0, "--seed"),
+    seed: int = typer.Option(0, "--seed", min=0),
+    no_bank: bool = typer.Option(False, "--no-bank", help="neither use nor update the tuning bank: no case is "
+                                                          "served or warm-started by earlier runs (e.g. to compare "
+                                                          "samplers)"),
     reps: Optional[int] = typer.Option(None, "--reps", min=1, help="timed repetitions per variant (default: tune's)"),
     top_k: Optional[int] = typer.Option(None, "--top-k", min=0, help="variants re-measured per case (default: tune's)"),
     no_host_check: bool = typer.Option(False, "--no-host-check", help="CUDA without a GPU: do not check variants "
@@ -52,9 +56,10 @@ def bench(
     wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
     whole = load_suite(suite)
     s = whole.select(wanted or None)
-    if not s.cases and not s.unsupported:
+    unmatched = whole.unmatched(wanted)
+    if unmatched:
         names = sorted({c.op for c in whole.cases} | {c.source_name for c in whole.cases})
-        raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(wanted)}; allowed: "
+        raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; allowed: "
                                        f"{', '.join(names)}")
     name = Path(suite).name if Path(suite).exists() else suite
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
@@ -64,24 +69,28 @@ def bench(
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
                            options={"measure": measure, "seed": seed, "reps": reps, "top_k": top_k,
                                     "sampler": sampler, "executor": executor, "ray_address": ray_address,
-                                    "devices": devices, "host_check": False if no_host_check else None},
+                                    "devices": devices, "host_check": False if no_host_check else None,
+                                    "bank": False if no_bank else None},
                            retry_refused=retry_refused, progress=typer.echo,
                            command="forge " + shlex.join(sys.argv[1:]))
         typer.echo(f"tuned {counts['tuned']}, skipped (done earlier) {counts['skipped']}, "
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
     if not (bench_dir / BENCH_FILE).is_file():
         raise ForgeInputError("--out", f"{bench_dir} holds no bench yet; run forge bench without --report-only first")
-    paths = write_reports(bench_dir)
-    for kind, p in paths.items():
+    board = build_board(bench_dir)
+    for kind, p in write_reports(bench_dir, board=board).items():
         typer.echo(f"{kind}: {p}")
     if export_sol:
-        from forge.bench.board import build_board
         from forge.bench.exporters import export_sol as export
 
         with writing("--export-sol", export_sol):
-            done = export(build_board(bench_dir), export_sol)
+            done = export(board, export_sol)
         typer.echo(f"SOL export: {len(done['solutions'])} solutions, {done['traces']} trace lines, "
                    f"{len(done['skipped'])} not exportable -> {export_sol}")
+    if board["cases"] and not board["total"]["passed"]:
+        # as `forge tune` without a correct variant: a script sees that the bench has no result
+        typer.echo(f"no case of {bench_dir} passed: see the reasons in its report; exit status 1", err=True)
+        raise typer.Exit(1)
 
 
 def register(app: typer.Typer) -> None:
