@@ -28,6 +28,7 @@ from forge.backends import target_code
 from forge.problem import Problem
 
 KIND_RANK = {"measured": 1, "modeled": 0}
+EXPORT_VERSION = 1      # `forge bank export` files: {"forge_bank": 1, "entries": [...]}
 COUNTERS = ("hits", "misses", "added", "updated", "retimed", "kept")
 
 
@@ -92,7 +93,8 @@ class Bank:
                           (key, entry["op"], entry["target"], json.dumps(entry["shape"], sort_keys=True),
                            entry["dtype"], json.dumps(entry.get("attrs") or {}, sort_keys=True),
                            json.dumps(entry["config"], sort_keys=True), float(entry["median"]),
-                           entry.get("time_kind", "measured"), entry.get("source", ""), time.time(),
+                           entry.get("time_kind", "measured"), entry.get("source", ""),
+                           entry.get("updated") or time.time(),
                            entry.get("code", "")))
         return "added" if old is None else "retimed" if retimed else "updated"
 
@@ -240,7 +242,7 @@ def export_bank(dest: str | Path, path: str | Path | None = None) -> int:
 
     with writing("file", dest):
         Path(dest).parent.mkdir(parents=True, exist_ok=True)
-        Path(dest).write_text(json.dumps({"forge_bank": 1, "entries": entries}, indent=1))
+        Path(dest).write_text(json.dumps({"forge_bank": EXPORT_VERSION, "entries": entries}, indent=1))
     return len(entries)
 
 
@@ -249,14 +251,58 @@ def import_bank(src: str | Path, path: str | Path | None = None) -> dict[str, in
 
     try:
         data = json.loads(Path(src).read_text())
-    except (OSError, json.JSONDecodeError) as exc:
+    except (OSError, UnicodeDecodeError, json.JSONDecodeError) as exc:
         raise ForgeInputError("file", f"cannot read bank export {src}: {exc}") from None
     entries = data.get("entries") if isinstance(data, dict) else None
     if not isinstance(entries, list):
         raise ForgeInputError("file", f"{src} is not a forge bank export (no `entries` list)")
-    need = ("op", "shape", "dtype", "target", "config", "median")
-    for i, e in enumerate(entries):
-        missing = [k for k in need if k not in e]
-        if missing:
-            raise ForgeInputError(f"entries[{i}]", f"missing {', '.join(missing)}")
+    if data.get("forge_bank") != EXPORT_VERSION:
+        raise ForgeInputError("file", f"{src} is a bank export of version {data.get('forge_bank')!r}; this forge "
+                                      f"reads version {EXPORT_VERSION}")
+    for i, e in enumerate(entries):     # every entry checked before any is offered: all or nothing
+        check_entry(e, f"entries[{i}]")
     return offer_entries(entries, path)
+
+
+def check_entry(e: Any, where: str) -> None:
+    """An imported entry is refused (naming it and the field) unless it could have been banked by a
+    run: a known op, target and dtype, the op's own dimensions, a positive finite time of a known
+    kind and, when made by this forge's code for the target, a config valid in the problem's space.
+    A bad entry would otherwise be served as a hit, or keep every real result out of the bank."""
+    from forge.backends import get_backend
+    from forge.errors import ForgeInputError
+    from forge.ops import get_op
+    from forge.targets import get_target
+
+    if not isinstance(e, dict):
+        raise ForgeInputError(where, "not an entry (a JSON object)")
+    missing = [k for k in ("op", "shape", "dtype", "target", "config", "median") if k not in e]
+    if missing:
+        raise ForgeInputError(where, f"missing {', '.join(missing)}")
+    try:
+        op = get_op(e["op"])
+        get_target(e["target"])
+        if not isinstance(e["shape"], dict) or not isinstance(e.get("attrs") or {}, dict):
+            raise ForgeInputError("shape", "must be a mapping of dimension to size")
+        problem = op.problem(e["shape"], e["dtype"], e.get("attrs") or {})
+    except ForgeInputError as exc:
+        raise ForgeInputError(f"{where}.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
+    if set(e["shape"]) != set(op.dims):
+        raise ForgeInputError(f"{where}.shape", f"{sorted(e['shape'])}: {e['op']} has dimensions {', '.join(op.dims)}")
+    median = e["median"]
+    if isinstance(median, bool) or not isinstance(median, (int, float)) or not math.isfinite(median) or median <= 0:
+        raise ForgeInputError(f"{where}.median", f"must be a positive number of seconds, got {median!r}")
+    if e.get("time_kind", "measured") not in KIND_RANK:
+        raise ForgeInputError(f"{where}.time_kind", f"{e.get('time_kind')!r}; allowed: {', '.join(KIND_RANK)}")
+    if not isinstance(e["config"], dict):
+        raise ForgeInputError(f"{where}.config", "must be a mapping of parameter to value")
+    if is_current(e):
+        space = get_backend(e["target"], measure="model").space(problem)
+        try:
+            space.indices(e["config"])
+            why = space.check(e["config"])
+        except (ForgeInputError, KeyError, TypeError) as exc:
+            why = [str(exc)]
+        if set(e["config"]) != set(space.names) or why:
+            raise ForgeInputError(f"{where}.config", f"not a valid config of {problem.short()} on {e['target']}: "
+                                                     f"{'; '.join(why) or 'parameters ' + ', '.join(space.names)}")

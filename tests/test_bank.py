@@ -72,17 +72,52 @@ def test_attrs_are_part_of_the_key(bank):
     assert bank_lookup(plain, "cpu") is None and bank_lookup(causal, "cpu") is not None
 
 
+VALID = {"algo": "online", "rows_per_task": 1, "schedule": "static", "threads": 1, "unroll": 1, "vec": 8}
+
+
 def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
-    bank_offer([rec(3e-6)])
+    bank_offer([rec(3e-6, config=VALID)])
     out = tmp_path / "bank.json"
     assert export_bank(out) == 1
     monkeypatch.setenv("FORGE_BANK", str(tmp_path / "other.sqlite"))
     assert import_bank(out) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0}
     assert import_bank(out) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}
     assert bank_lookup(P, "cpu")[1] == 3e-6
-    (tmp_path / "bad.json").write_text(json.dumps({"entries": [{"op": "softmax"}]}))
-    with pytest.raises(ForgeInputError, match="missing"):
-        import_bank(tmp_path / "bad.json")
+    again = tmp_path / "again.json"
+    export_bank(again)                                  # an entry keeps its own time of update
+    assert json.loads(again.read_text())["entries"][0]["updated"] == json.loads(out.read_text())["entries"][0]["updated"]
+
+
+@pytest.mark.parametrize("change,needle", [
+    ({"op": "nosuchop"}, "entries[0].op: unknown operator 'nosuchop'"),
+    ({"target": "tpu9"}, "entries[0].target: unknown target 'tpu9'"),
+    ({"dtype": "int7"}, "entries[0].dtype: 'int7' not supported by softmax"),
+    ({"shape": {"M": 64, "N": 128, "K": 3}}, "entries[0].shape.K: unknown dimension"),
+    ({"shape": {"M": 64}}, "entries[0].shape.N: missing dimension"),
+    ({"median": -1}, "entries[0].median: must be a positive number of seconds, got -1"),
+    ({"median": float("nan")}, "entries[0].median: must be a positive number of seconds, got nan"),
+    ({"median": "fast"}, "entries[0].median: must be a positive number of seconds, got 'fast'"),
+    ({"time_kind": "guess"}, "entries[0].time_kind: 'guess'; allowed: measured, modeled"),
+    ({"config": VALID | {"threads": 999}}, "entries[0].config: not a valid config of softmax[M=64,N=128] float32 on cpu"),
+    ({"config": {"tile": 4}}, "entries[0].config: not a valid config"),
+    ({"forge_bank": 2}, "is a bank export of version 2; this forge reads version 1"),
+])
+def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank, tmp_path, change, needle):
+    """A negative time would be served as a hit; a config outside the space would be a 'hit' that
+    searches silently and keeps every real result out of the bank."""
+    bank_offer([rec(3e-6, config=VALID)])
+    data = json.loads((export_bank(tmp_path / "b.json") and (tmp_path / "b.json")).read_text())
+    data["entries"].append(dict(data["entries"][0], shape={"M": 8, "N": 128}))       # a good entry beside it
+    if "forge_bank" in change:
+        data.update(change)
+    else:
+        data["entries"][0].update(change)
+    (tmp_path / "bad.json").write_text(json.dumps(data))
+    with pytest.raises(ForgeInputError) as exc:
+        import_bank(tmp_path / "bad.json", tmp_path / "fresh.sqlite")
+    assert needle in str(exc.value)
+    with Bank(tmp_path / "fresh.sqlite") as fresh:
+        assert fresh.entries() == []                                                   # nothing imported
 
 
 @pytest.mark.slow
