@@ -312,8 +312,10 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     fake_tuner({8: ([30, 25], 40, 50, "measured"),                  # A's 20 is faster: B/A = 1.25
                 16: ([16], 40, None, "measured"),                   # only B has a correct kernel
                 32: "crash", 64: ([6, 4], None, None, "modeled")})  # same best time: a tie
-    run_bench(make_suite(), "cpu", tmp_path / "b")
+    run_bench(make_suite(), "cpu", tmp_path / "b", options={"sampler": "random", "seed": 3, "bank": False})
     cmp = compare_benches(tmp_path / "a", tmp_path / "b")
+    assert (cmp["b"]["sampler"], cmp["b"]["seed"], cmp["b"]["bank"]) == ("random", 3, False)   # what each was made with
+    assert cmp["a"]["sampler"] == "forge" and cmp["a"]["unfinished"]                 # A's case 32 crashed
     by_case = {r["case_id"]: r for r in cmp["cases"]}
     assert by_case["8"]["ratio"] == pytest.approx(1.25) and by_case["8"]["verdict"] == "A"
     assert by_case["16"]["verdict"] == "B only" and by_case["16"]["ratio"] is None

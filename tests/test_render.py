@@ -188,3 +188,16 @@ def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recor
     vendor = {**unfused, "name": "vendor"}
     assert not any("'× vendor' is empty" in x for x in headline(Leaderboard("run", info, [], [unfused, vendor],
                                                                              {}, {}, [], [])))
+
+
+def test_rows_left_out_by_top_are_counted_and_the_star_is_explained_in_markdown_too():
+    from forge.report.render import to_markdown
+
+    rows = [Row(i, {"tile": i}, i * 1e-3, 0.0, "measured", None, None, i == 1, None, None, f"k{i}", i) for i in (1, 2, 3)]
+    lb = Leaderboard("run", {"problem": PROBLEM, "measured": True, "space": {"cartesian": 4, "valid": 3}},
+                     rows, [], {"ok": 3}, {}, [], [])
+    out = io.StringIO()
+    print_leaderboard(lb, Console(file=out, width=200), top=1)
+    assert "2 more ranked variants not shown (--top 3 shows all)" in out.getvalue()
+    md = to_markdown(lb, top=2)
+    assert "1 more ranked variants not shown." in md and "\\* re-measured at the end with more repetitions" in md

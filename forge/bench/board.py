@@ -185,5 +185,6 @@ def build_board(bench_dir: str | Path) -> dict[str, Any]:
             "target": target.name, "target_kind": target.kind, "target_partial": target.partial,
             "anchors": "T_SOL = T_HW = target roofline max(flops/peak, min_bytes/bandwidth); "
                        "T_b = forge's baseline (vendor if measured, else unfused)",
-            "budget_per_case": meta.get("budget_per_case"), "state": state, "cases": rows, "operators": operators,
+            "budget_per_case": meta.get("budget_per_case"), "options": meta.get("options", {}),
+            "state": state, "cases": rows, "operators": operators,
             "total": total}

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Any, Optional
 
 import typer
+from rich.markup import escape
 from rich.console import Console
 
 from forge.errors import writing
@@ -64,10 +65,15 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
 
 
 def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
-    con.print(f"A: {cmp['a']['path']} ({cmp['a']['target']}, budget {cmp['a']['budget_per_case'] or 'default'})",
-              highlight=False)
-    con.print(f"B: {cmp['b']['path']} ({cmp['b']['target']}, budget {cmp['b']['budget_per_case'] or 'default'})",
-              highlight=False)
+    for name in ("A", "B"):
+        about = cmp[name.lower()]
+        con.print(f"{name}: {about['path']} ({about['target']}, sampler {about.get('sampler', '?')}, seed "
+                  f"{about.get('seed', '?')}, budget {about['budget_per_case'] or 'default'}"
+                  + ("" if about.get("bank", True) else ", --no-bank") + ")", highlight=False)
+        if about.get("unfinished"):
+            other = "B" if name == "A" else "A"
+            con.print(f"[yellow]{name} is not finished[/yellow]: {escape(about['unfinished'])}; its cases not "
+                      f"reached count as '{other} only'", soft_wrap=True)
     if cmp["only_a"] or cmp["only_b"]:
         con.print(f"cases in one bench only (not compared): A {cmp['only_a']}, B {cmp['only_b']}")
     head = ("operator", "compared", "B/A", "A faster", "B faster", "ties", "A only", "B only", "speedup A", "speedup B")

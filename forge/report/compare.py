@@ -48,6 +48,15 @@ def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> di
     return {"ratio": None, "verdict": "A only" if a_ok else "B only" if b_ok else "neither", "kinds_differ": False}
 
 
+def _about(path: str | Path, board: dict[str, Any]) -> dict[str, Any]:
+    """What a bench was made with, and how far it got: the header of a comparison."""
+    options = board.get("options", {})
+    sampler = options.get("sampler")
+    return {"path": str(path), "target": board["target"], "budget_per_case": board.get("budget_per_case"),
+            "sampler": "forge" if sampler in (None, "None") else sampler, "seed": options.get("seed"),
+            "bank": str(options.get("bank")) != "False", "unfinished": board["state"]["line"]}
+
+
 def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
     """Case rows joined on the case key, and per benchmark operator the geomean of B/A over the
     cases both passed, with win/tie counts."""
@@ -67,8 +76,7 @@ def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
         cases.append(row)
         groups.setdefault((ra["source"], ra["source_name"]), []).append(row)
     operators = [_summary(name, grp) | {"source": source} for (source, name), grp in groups.items()]
-    return {"a": {"path": str(path_a), "target": a["target"], "budget_per_case": a.get("budget_per_case")},
-            "b": {"path": str(path_b), "target": b["target"], "budget_per_case": b.get("budget_per_case")},
+    return {"a": _about(path_a, a), "b": _about(path_b, b),
             "cases": cases, "operators": operators, "total": _summary("all", cases),
             "only_a": len(keys_a - rows_b.keys()), "only_b": len(rows_b.keys() - keys_a)}
 

@@ -18,6 +18,7 @@ from forge.results.remeasure import describe
 from forge.variant import config_text
 
 
+REMEASURED_NOTE = "* re-measured at the end with more repetitions"
 # A config column narrower than this takes more lines per row than the config listed below the table.
 CONFIG_MIN_WIDTH = 32
 
@@ -143,8 +144,10 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     if narrow:
         for r in lb.rows[:top]:
             print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
+    if len(lb.rows) > top:
+        console.print(f"{len(lb.rows) - top} more ranked variants not shown (--top {len(lb.rows)} shows all)")
     if any(r.remeasured for r in lb.rows[:top]):
-        console.print("* re-measured at the end with more repetitions")
+        console.print(REMEASURED_NOTE)
     best = lb.best
     if best and best.extra.get("pipe_busy"):
         busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
@@ -179,6 +182,10 @@ def to_markdown(lb: Leaderboard, top: int = 20) -> str:
         out.append(f"| {_rank(r)} | `{config_text(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
                    f"{_spread(r)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
                    f"{_pct(r.roofline_fraction)} |")
+    if len(lb.rows) > top:
+        out += ["", f"{len(lb.rows) - top} more ranked variants not shown."]
+    if any(r.remeasured for r in lb.rows[:top]):
+        out += ["", f"\\{REMEASURED_NOTE}"]
     if lb.failures:
         out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
         for f in lb.failures[:50]:
