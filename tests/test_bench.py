@@ -421,3 +421,14 @@ def test_report_of_a_bench_writes_the_format_asked_where_asked_and_a_bench_where
     res = CliRunner().invoke(app, ["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "softmax",
                                    "--out", str(tmp_path / "b"), "--report-only"])
     assert res.exit_code == 1 and "no case of" in res.output
+
+
+def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tuner):
+    """On the CPU target the bound comes from a bandwidth probed in each process: computed again at
+    every report, every T_SOL and score would move a little."""
+    fake_tuner({m: ([10], 20, None, "measured") for m in (8, 16, 32, 64)})
+    run_bench(make_suite(), "cpu", tmp_path)
+    run_json = tmp_path / "cases" / "cannbench-softmax_h64-8" / "run.json"
+    run_json.write_text(json.dumps({"status": "complete", "roofline_seconds": 7e-6}))
+    row = next(r for r in build_board(tmp_path)["cases"] if r["case_id"] == "8")
+    assert row["t_sol"] == 7e-6 and row["sol_score"] == scores.sol_score(10 * US, 7e-6, 20 * US)

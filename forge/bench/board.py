@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from forge.bench.runner import BENCH_FILE, CASES_DIR, continue_hint, read_marker
+from forge.bench.runner import BENCH_FILE, CASES_DIR, RUN_FILE, continue_hint, read_marker
 from forge.errors import read_json
 from forge.ops import get_op
 from forge.report import scores
@@ -71,7 +71,11 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     op = get_op(case["op"])
     p = op.problem(dict(case["shape"]), case["dtype"], dict(case["attrs"]))
     flops, nbytes = op.flops(p), op.min_bytes(p)
-    t_sol = target.roofline_seconds(flops, nbytes, p.dtype)
+    # The bound the case's run computed (run.json): on the CPU target the bandwidth is probed in each
+    # process, and a bound computed again at every report would move every score a little.
+    run_file = run_dir / RUN_FILE
+    recorded = read_json("bench", run_file).get("roofline_seconds") if run_file.is_file() else None
+    t_sol = recorded if isinstance(recorded, (int, float)) else target.roofline_seconds(flops, nbytes, p.dtype)
     row |= {"flops": flops, "min_bytes": nbytes, "t_sol": t_sol, "run_dir": str(run_dir),
             "evaluations": sum(1 for r in records if r.phase == "search"), "finished": bool(marker.get("done"))}
 
