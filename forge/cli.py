@@ -78,7 +78,8 @@ def tune(
     space: Optional[str] = typer.Option(None, help="fix or restrict parameters, e.g. threads=2,block_q=32|64"),
     trials: Optional[int] = typer.Option(None, help="unique variants to evaluate (default 40)"),
     time_budget: Optional[float] = typer.Option(None, help="seconds of search wall time"),
-    patience: Optional[int] = typer.Option(None, help="stop after N evaluations without improvement"),
+    patience: Optional[int] = typer.Option(None, help="stop proposing after N evaluations without improvement "
+                                                     "(the evaluations already running still finish)"),
     sampler: Optional[str] = typer.Option(None, help=sampler_choices()),
     sampler_options: Optional[str] = typer.Option(None, help="the sampler's own options, e.g. path_floor=0.75,"
                                                   "acquisition=ei (a wrong name lists the allowed ones)"),

@@ -98,6 +98,17 @@ def test_bad_cachefile_is_input_error(tmp_path):
         load_cache(failed)
     res = CliRunner().invoke(_app(), ["replay", str(failed)])
     assert res.exit_code == 2 and "ran successfully" in res.output
+    (tmp_path / "bench").mkdir()
+    (tmp_path / "bench" / "bench.json").write_text("{}")
+    with pytest.raises(ForgeInputError, match="is a bench folder; replay one of its cases' runs"):
+        load_cache(tmp_path / "bench")
+
+
+def test_a_budget_covering_the_whole_space_is_said_and_not_scored(tmp_path):
+    res = CliRunner().invoke(_app(), ["replay", str(write_cache(tmp_path / "c.json")), "--budget", "1000",
+                                      "--seeds", "2", "--strategy", "random"])
+    assert res.exit_code == 0, res.output
+    assert "note: the budget 1000 covers all" in res.output and "score         —" in res.output
 
 
 class _Wasteful(Strategy):
@@ -172,7 +183,7 @@ def _app():
 
 def test_cli_replay(tmp_path):
     path = write_cache(tmp_path / "toy.json.gz", gz=True)
-    res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "random", "--budget", "30",
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "forge", "--budget", "20",
                                       "--seeds", "2"])
     assert res.exit_code == 0, res.output
     assert "best/optimum  1.0000" in res.output and "score         1.0000" in res.output

@@ -33,7 +33,8 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
         counters = bank.counters()
     rows = []
     for e in entries:
-        dims = [d for d in _dims(e["op"]) if d in e["shape"]] or sorted(e["shape"])
+        known = [d for d in _dims(e["op"]) if d in e["shape"]]
+        dims = known + sorted(set(e["shape"]) - set(known))        # the op's order first, nothing hidden
         rows.append((e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
                      ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
                      config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],

@@ -62,6 +62,9 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         typer.echo(f"note: the run evaluated {len(data.time_s)} of the {data.run_valid} valid points of its space; "
                    "the optimum and the scores below are over those points only (a whole-space run: "
                    f"forge tune --sampler random --trials {data.run_valid})", err=True)
+    if budget >= len(data.time_s):
+        typer.echo(f"note: the budget {budget} covers all {len(data.time_s)} valid points: every strategy finds the "
+                   "optimum, and the score says nothing", err=True)
     opt = data.optimum_s
     bests = np.array([r.best_s for r in results])
     mean_best = float(bests.mean())
@@ -75,8 +78,8 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
                f"exact random expectation {rnd / opt:.4f})")
-    typer.echo(f"score         {score(mean_best, rnd, opt):.4f}   ((random - strategy)/(random - optimum); "
-               "0 = random, 1 = optimum)")
+    scored = f"{score(mean_best, rnd, opt):.4f}" if rnd > opt else "—     "     # random finds the optimum too: 0/0
+    typer.echo(f"score         {scored}   ((random - strategy)/(random - optimum); 0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
                f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")
 

@@ -130,6 +130,9 @@ def read_space_doc(path: str | Path) -> dict[str, Any]:
     path = Path(path)
     if is_run_dir(path):
         return cache_doc_from_run(path)
+    if (path / "bench.json").is_file():
+        raise ForgeInputError("cachefile", f"{path} is a bench folder; replay one of its cases' runs, "
+                                           f"e.g. {path / 'cases' / '<case>'}")
     if not path.is_file():
         raise ForgeInputError("cachefile", f"{path}: no such file or forge run folder")
     return read_json(path)
