@@ -87,6 +87,8 @@ def test_compare_of_runs_of_two_problems_names_both_problems(small_run, tmp_path
     info = json.loads((other / "run.json").read_text())
     info["problem"]["shape"] = {"M": 4, "N": 16}
     (other / "run.json").write_text(json.dumps(info))
+    missing = forge_cli("compare", str(small_run), str(tmp_path / "nope"))
+    assert missing.returncode == 2 and f"error: B: {tmp_path / 'nope'}: no such folder" in missing.stderr
     res = forge_cli("compare", str(small_run), str(other))
     assert res.returncode == 2
     assert (f"error: B: {other} tunes softmax[M=4,N=16] float32 on cpu, not softmax[M=8,N=16] float32 on cpu"

@@ -91,10 +91,13 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"]}
 
 
-def _best(path: Path) -> dict[str, Any]:
+def _best(path: Path, which: str) -> dict[str, Any]:
     from forge.report.leaderboard import build_leaderboard
 
-    lb = build_leaderboard(path)
+    try:
+        lb = build_leaderboard(path)
+    except ForgeInputError as exc:          # named as the argument it came from
+        raise ForgeInputError(which, str(exc).removeprefix(f"{exc.field}: ")) from None
     out: dict[str, Any] = {"path": str(path), "problem": lb.info.get("problem"),
                            "target": lb.info.get("target", {}).get("name"),
                            "sampler": lb.info.get("settings", {}).get("sampler"),
@@ -109,7 +112,7 @@ def _best(path: Path) -> dict[str, Any]:
 
 def compare_runs(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
     """The best variant of each of two runs of the same problem on the same target."""
-    a, b = _best(Path(path_a)), _best(Path(path_b))
+    a, b = _best(Path(path_a), "A"), _best(Path(path_b), "B")
     if (a["problem"], a["target"]) != (b["problem"], b["target"]):
         def what(r: dict[str, Any]) -> str:
             return f"{Problem(**r['problem']).short() if r['problem'] else 'no recorded problem'} on {r['target']}"
