@@ -88,6 +88,9 @@ class Bank:
                    and float(entry["median"]) != float(old["median"]))
         if old is not None and not retimed and not replaces(entry, old):
             return "kept"
+        # the banked config itself, now measured (it was modeled) or made by this forge's code: its time
+        # is replaced, not beaten by a faster config
+        retimed = retimed or (old is not None and entry["config"] == old["config"])
         self.conn.execute("INSERT OR REPLACE INTO entries (key, op, target, shape, dtype, attrs, config, median, "
                           "time_kind, source, updated, code) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
                           (key, entry["op"], entry["target"], json.dumps(entry["shape"], sort_keys=True),
@@ -207,14 +210,14 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
 
 
 OFFER_WORDS = {"added": ("new entry added", "new entries added"),
-               "updated": ("entry replaced by a faster config", "entries replaced by faster configs"),
+               "updated": ("entry replaced by a better config", "entries replaced by better configs"),
                "retimed": ("entry's config timed again: its time updated", "entries' configs timed again: their "
                                                                             "times updated"),
                "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)")}
 
 
 def offer_summary(counts: dict[str, int]) -> str:
-    """One line for what an offer did, e.g. "entry replaced by a faster config" or "3 new entries added"."""
+    """One line for what an offer did, e.g. "entry replaced by a better config" or "3 new entries added"."""
     parts = [OFFER_WORDS[k][0] if n == 1 else f"{n} {OFFER_WORDS[k][1]}" for k, n in counts.items() if n]
     return "; ".join(parts) or "nothing offered"
 

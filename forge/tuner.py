@@ -84,6 +84,8 @@ class Context:
     evaluated: int = 0
     since_improvement: int = 0
     bank: bool = False              # settings.bank, and the bank could be opened
+    measured: bool = False          # times are measured here (run.json "measured")
+    banked_modeled: dict[str, Any] | None = None   # the bank's config, chosen by the model: measured first
 
 
 def problem_of(settings: TuneSettings) -> Problem:
@@ -302,6 +304,7 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
     console = ctx.console
     console.print(f"[bold]forge tune[/bold] {problem.short()} on [cyan]{target.name}[/cyan] → {ctx.run_dir}")
     ctx.bank = _bank_usable(settings, console)
+    ctx.measured = info["measured"]
     rejected = ", ".join(f"{k} {v}" for k, v in enum.reason_counts.items())
     console.print(f"space: {enum.cartesian} points, {len(enum)} valid"
                   + (f", rejected: {rejected}" if rejected else ""))
@@ -353,6 +356,12 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         return None
     if space.check(config):
         return None
+    if ctx.measured and hit[2] != "measured":
+        # A modeled time says nothing a measurement would: the config is a warm start, not an answer.
+        ctx.console.print("tuning bank: the banked config was chosen by the model, not measured; searching, "
+                          "with it measured first")
+        ctx.banked_modeled = config
+        return None
     ctx.console.print(f"[green]tuning bank hit[/green]: {escape(config_text(config))} ({fmt_seconds(hit[1])}, "
                       f"{hit[2]}); search skipped (--no-bank searches anyway)")
     return config
@@ -364,13 +373,14 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
         return []
     names = set(strategy.space.names)
     seen, warm = set(), []
-    for cfg in bank_neighbours(ctx.problem, ctx.backend.target.name):
+    own = [ctx.banked_modeled] if ctx.banked_modeled else []
+    for cfg in own + bank_neighbours(ctx.problem, ctx.backend.target.name):
         key = json.dumps(cfg, sort_keys=True)
         if set(cfg) == names and key not in seen and strategy.contains(cfg):
             seen.add(key)
             warm.append(cfg)
     if warm:
-        ctx.console.print(f"warm start: {len(warm)} config(s) from earlier runs on the nearest shapes")
+        ctx.console.print(f"warm start: {len(warm)} config(s) from earlier runs on this and the nearest shapes")
         ctx.store.set_meta("warm_start", warm)
     return warm
 

@@ -123,7 +123,7 @@ def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank,
 @pytest.mark.slow
 def test_an_offer_is_reported_in_words():
     assert offer_summary({"added": 1, "updated": 0, "kept": 0}) == "new entry added"
-    assert offer_summary({"added": 0, "updated": 1, "kept": 0}) == "entry replaced by a faster config"
+    assert offer_summary({"added": 0, "updated": 1, "kept": 0}) == "entry replaced by a better config"
     assert offer_summary({"added": 2, "updated": 0, "kept": 1}) == \
         "2 new entries added; entry kept (nothing faster found)"
 
@@ -153,6 +153,27 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     from forge.report.leaderboard import build_leaderboard
     from forge.report.render import headline
     assert any(line.startswith("served by the tuning bank") for line in headline(build_leaderboard(run)))
+
+
+def test_a_config_the_model_chose_is_measured_first_by_a_measuring_run_not_served(bank, tmp_path):
+    """A modeled time says nothing a measurement would: on a machine that measures, the bank's
+    modeled config starts the search; the measured result then takes its place as the same config
+    timed again (not "replaced by a better config")."""
+    from forge import tuner
+    from forge.config import TuneSettings
+    from forge.results import Store
+
+    bank_offer([rec(1e-9, kind="modeled", config=VALID)])
+    out = Console(record=True, width=200, file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=1, reps=2, warmup=0, top_k=0,
+                                  sampler="random", timeout=20.0, out=tmp_path / "r"), console=out)
+    text = out.export_text()
+    assert "the banked config was chosen by the model, not measured; searching, with it measured first" in text
+    first = min(Store.for_run(run).records(phase="search"), key=lambda r: r.trial)
+    assert first.config == VALID and first.status == "ok"
+    entry = bank_lookup(P, "cpu")
+    assert entry[2] == "measured" and entry[1] > 1e-9                                   # measured now
+    assert "tuning bank: entry's config timed again: its time updated" in text
 
 
 def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path):
