@@ -20,7 +20,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend, target_code
-from forge.backends.base import Backend
+from forge.backends.base import BASELINE_NAMES, Backend
 from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
@@ -149,7 +149,8 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
     reported speedups compare times taken minutes apart at most. The latest record of each wins."""
     done = {r.config.get("baseline"): r for r in ctx.store.records(phase="baseline")}
     if not done or again:
-        ctx.console.print("[dim]re-timing baselines…[/dim]" if again else "[dim]measuring baselines…[/dim]")
+        verb = "measuring" if ctx.measured else "modeling"
+        ctx.console.print("[dim]re-timing baselines…[/dim]" if again else f"[dim]{verb} baselines…[/dim]")
         s = ctx.settings
         try:
             bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
@@ -286,7 +287,8 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
         "target": {"name": target.name, "kind": target.kind, "description": target.description},
         "code": target_code(target.name),     # generators + model version: `forge show` compares it
         "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
-        "no_vendor_reason": ctx.backend.no_vendor_reason(problem),   # shown only if no vendor baseline is recorded
+        # shown where a baseline is missing and its column empty
+        "no_baseline_reason": {name: ctx.backend.no_baseline_reason(problem, name) for name in BASELINE_NAMES},
         "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
                   "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
         "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),

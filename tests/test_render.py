@@ -180,14 +180,36 @@ def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recor
     from forge.backends import get_backend
     from forge.problem import Problem
 
-    reason = get_backend("ascend910b2").no_vendor_reason(Problem(**PROBLEM))
-    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}, "no_vendor_reason": reason}
+    reason = get_backend("ascend910b2").no_baseline_reason(Problem(**PROBLEM), "vendor")
+    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2},
+            "no_baseline_reason": {"vendor": reason}}
     unfused = {"name": "unfused", "label": "seq", "median": 2e-3, "status": "ok", "reason": "", "time_kind": "modeled"}
     lines = headline(Leaderboard("run", info, [], [unfused], {}, {}, [], []))
     assert f"baseline vendor: none, so '× vendor' is empty — {reason}" in lines and "aclnn" in reason
     vendor = {**unfused, "name": "vendor"}
     assert not any("'× vendor' is empty" in x for x in headline(Leaderboard("run", info, [], [unfused, vendor],
                                                                              {}, {}, [], [])))
+
+
+def test_a_baseline_of_another_kind_than_the_rows_is_said_to_empty_its_column():
+    """On an NPU the variants are measured while the unfused sequence is modeled: the column is
+    empty because forge does not set one kind against the other, and the report says so."""
+    from forge.backends import get_backend
+    from forge.problem import Problem
+
+    row = Row(1, {"tile": 4}, 1e-3, 1e-5, "measured", None, None, False, None, None, "k", 1)
+    unfused = {"name": "unfused", "label": "seq", "median": 2e-3, "status": "ok", "reason": "", "time_kind": "modeled"}
+    info = {"problem": PROBLEM, "measured": True, "space": {"cartesian": 4, "valid": 2}}
+    lines = headline(Leaderboard("run", info, [row], [unfused], {"ok": 1}, {}, [], []))
+    assert ("'× unfused' is empty: the unfused baseline is modeled and the variants' times are measured; forge does "
+            "not set one kind against the other") in lines
+    failed = {"name": "vendor", "label": "torch", "median": None, "status": "timeout", "reason": "no result within 4 s",
+              "time_kind": "measured"}
+    lines = headline(Leaderboard("run", info, [row], [unfused, failed], {"ok": 1}, {}, [], []))
+    assert "baseline vendor: timeout: no result within 4 s — torch" in lines     # a failure is not labelled measured
+    model = get_backend("cpu", measure="model")
+    assert model.no_baseline_reason(Problem(**PROBLEM), "unfused") == \
+        "nothing is run with --measure model, so no baseline is timed"
 
 
 def test_rows_left_out_by_top_are_counted_and_the_star_is_explained_in_markdown_too():

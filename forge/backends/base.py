@@ -23,6 +23,8 @@ from forge.variant import Variant
 STATUSES = ("ok", "invalid", "compile_error", "runtime_error", "timeout", "incorrect")
 # auto: measure when the hardware is here, model otherwise; model: never run; device: measure or fail.
 MEASURE_MODES = ("auto", "model", "device")
+# The baselines every leaderboard has a column for: the unfused small-operator sequence and the vendor's kernel.
+BASELINE_NAMES = ("unfused", "vendor")
 
 
 @dataclass
@@ -157,9 +159,10 @@ class Backend(ABC):
                   timeout: float) -> list[Baseline]:
         return []
 
-    def no_vendor_reason(self, problem: Problem) -> str:
-        """Why a run here may have no vendor baseline: the report says it where "× vendor" is empty."""
-        return f"forge times no vendor kernel on {self.target.name}"
+    def no_baseline_reason(self, problem: Problem, name: str) -> str:
+        """Why a run here may record no `name` baseline ("unfused" or "vendor"): the report says it
+        where that column is empty."""
+        return f"forge times no {name} baseline on {self.target.name}"
 
     def measure_available(self) -> tuple[bool, str]:
         """(True, "") when `run` measures on real hardware here, else (False, why)."""

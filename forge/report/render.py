@@ -9,6 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
 
+from forge.backends.base import BASELINE_NAMES
 from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
@@ -66,6 +67,25 @@ def run_state(lb: Leaderboard) -> list[str]:
     return [f"RUN NOT FINISHED (interrupted or killed): {so_far}; continue with: forge tune --resume {lb.run_dir}"]
 
 
+def missing_baselines(lb: Leaderboard) -> list[str]:
+    """Why a speedup column is empty: no such baseline was timed here, or it was timed but is of
+    another kind than the variants' times (a modeled unfused sequence beside measured kernels)."""
+    reasons = dict(lb.info.get("no_baseline_reason") or {})
+    if lb.info.get("no_vendor_reason"):                 # runs of an earlier forge
+        reasons.setdefault("vendor", lb.info["no_vendor_reason"])
+    kinds = {r.time_kind for r in lb.rows}
+    lines = []
+    for name in BASELINE_NAMES:
+        mine = [b for b in lb.baselines if b["name"] == name]
+        ok_kinds = {b["time_kind"] for b in mine if b["status"] == "ok"}
+        if not mine and reasons.get(name):
+            lines.append(f"baseline {name}: none, so '× {name}' is empty — {reasons[name]}")
+        elif ok_kinds and kinds and not ok_kinds & kinds:
+            lines.append(f"'× {name}' is empty: the {name} baseline is {'/'.join(sorted(ok_kinds))} and the variants' "
+                         f"times are {'/'.join(sorted(kinds))}; forge does not set one kind against the other")
+    return lines
+
+
 def headline(lb: Leaderboard) -> list[str]:
     lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
     lines += run_state(lb)
@@ -100,10 +120,10 @@ def headline(lb: Leaderboard) -> list[str]:
     if lb.rejections:
         lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.rejections.items(), key=lambda x: -x[1])))
     for b in lb.baselines:
-        t = fmt_seconds(b["median"]) if b["status"] == "ok" else f"{b['status']}: {b['reason'][:80]}"
-        lines.append(f"baseline {b['name']}: {t} [{b['time_kind']}] — {b['label']}")
-    if not any(b["name"] == "vendor" for b in lb.baselines) and lb.info.get("no_vendor_reason"):
-        lines.append(f"baseline vendor: none, so '× vendor' is empty — {lb.info['no_vendor_reason']}")
+        t = (f"{fmt_seconds(b['median'])} [{b['time_kind']}]" if b["status"] == "ok"   # a failure has no time to label
+             else f"{b['status']}: {b['reason'][:80]}")
+        lines.append(f"baseline {b['name']}: {t} — {b['label']}")
+    lines += missing_baselines(lb)
     if lb.info.get("roofline_seconds"):
         lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):

@@ -181,7 +181,9 @@ class AscendBackend(Backend):
         return [Baseline("unfused", label, Measurement("ok", "modeled", timings=[total], time_kind="modeled",
                                                         extra={"kernels": {k.label: k.seconds for k in ks}}))]
 
-    def no_vendor_reason(self, problem: Problem) -> str:
+    def no_baseline_reason(self, problem: Problem, name: str) -> str:
+        if name != "vendor":
+            return super().no_baseline_reason(problem, name)
         return ("forge does not time CANN's own operators (aclnn), with or without an NPU: Ascend runs are "
                 "ranked against the modeled unfused sequence only")
 

@@ -148,7 +148,11 @@ class CpuBackend(Backend):
                         "source_hash": art.source_hash})
         return Baseline("unfused", cgen.unfused_label(problem), m)
 
-    def no_vendor_reason(self, problem: Problem) -> str:
+    def no_baseline_reason(self, problem: Problem, name: str) -> str:
+        if self.measure == "model":
+            return "nothing is run with --measure model, so no baseline is timed"
+        if name != "vendor":
+            return super().no_baseline_reason(problem, name)
         if problem.op not in VENDOR_LABELS:
             return f"PyTorch, the CPU's vendor library here, has no kernel for {problem.op}"
         return ("the vendor kernel (PyTorch on this CPU) is timed only when torch is installed "

@@ -216,7 +216,9 @@ class CudaBackend(Backend):
                        f"{self.target.name}'s {self.arch.limits.cc}"
                        + (f": tune for it with --target {' or '.join(same)}" if same else ""))
 
-    def no_vendor_reason(self, problem: Problem) -> str:
+    def no_baseline_reason(self, problem: Problem, name: str) -> str:
+        if name != "vendor":
+            return super().no_baseline_reason(problem, name)
         on_device, why = self._use_device()
         if on_device:
             return "PyTorch with CUDA did not run here (not installed, or its run failed), so no vendor kernel was timed"
