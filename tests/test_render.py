@@ -221,5 +221,24 @@ def test_rows_left_out_by_top_are_counted_and_the_star_is_explained_in_markdown_
     out = io.StringIO()
     print_leaderboard(lb, Console(file=out, width=200), top=1)
     assert "2 more ranked variants not shown (--top 3 shows all)" in out.getvalue()
-    md = to_markdown(lb, top=2)
-    assert "1 more ranked variants not shown." in md and "\\* re-measured at the end with more repetitions" in md
+    md = to_markdown(lb)                                   # a file holds every row
+    assert "`tile=3`" in md and "not shown" not in md and "\\* re-measured at the end with more repetitions" in md
+
+
+def test_report_files_carry_what_the_terminal_says_under_the_table():
+    """md and html: the emulation column and line, the pipe utilisation, and a run with no
+    correct variant said in words (no empty table)."""
+    from forge.report.render import to_markdown
+    from forge.report.run_html import leaderboard_html
+
+    row = Row(1, {"tile": 4}, 1e-3, 0.0, "modeled", 2.0, None, False, None, 0.5, "k", 1,
+              {"emulation": "ok", "emulated_shape": {"M": 4, "N": 32}, "pipe_busy": {"MTE2": 0.44}})
+    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}}
+    lb = Leaderboard("run", info, [row], [], {"ok": 1}, {}, [], [])
+    for text in (to_markdown(lb), leaderboard_html(lb)):
+        assert "emulation" in text and "emulated shape M=4,N=32" in text and "per-pipe utilisation: MTE2 44%" in text
+    empty = Leaderboard("run", info, [], [], {"timeout": 1}, {},
+                        [{"status": "timeout", "config": {"tile": 8}, "reason": "no result within 1 s"}], [])
+    for text in (to_markdown(empty), leaderboard_html(empty)):
+        assert "no correct variant: every evaluated variant failed" in text and "| rank |" not in text
+        assert 'id="leaderboard"' not in text

@@ -4,10 +4,12 @@ from __future__ import annotations
 import csv
 import io
 from pathlib import Path
+from typing import Any
 
 from rich.console import Console
 from rich.markup import escape
 from rich.table import Table
+from rich.text import Text
 
 from forge.backends.base import BASELINE_NAMES
 from forge.problem import Problem
@@ -134,51 +136,69 @@ def headline(lb: Leaderboard) -> list[str]:
     return lines
 
 
+def table_rows(lb: Leaderboard, top: int | None = None) -> tuple[tuple[str, ...], list[tuple[str, ...]]]:
+    """The leaderboard's columns and rows as text, the same in every format (the emulation column
+    where variants were checked by emulation on the CPU)."""
+    emulated = any("emulation" in r.extra for r in lb.rows)
+    columns = ("rank", "config", "median", "spread", "kind", "× unfused", "× vendor", "roofline") + (
+        ("emulation",) if emulated else ())
+    rows = [(_rank(r), config_text(r.config), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
+             _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor), _pct(r.roofline_fraction),
+             *((str(r.extra.get("emulation", "—")),) if emulated else ())) for r in lb.rows[:top]]
+    return columns, rows
+
+
+def notes(lb: Leaderboard, top: int | None = None) -> list[str]:
+    """The lines under the leaderboard table, the same in every format."""
+    shown = lb.rows[:top]
+    lines = []
+    if len(lb.rows) > len(shown):
+        lines.append(f"{len(lb.rows) - len(shown)} more ranked variants not shown (--top {len(lb.rows)} shows all)")
+    if any(r.remeasured for r in shown):
+        lines.append(REMEASURED_NOTE)
+    best = lb.best
+    if best and best.extra.get("pipe_busy"):
+        busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
+        lines.append(f"best variant per-pipe utilisation: {busy}")
+    if any("emulation" in r.extra for r in lb.rows):
+        failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
+        lines.append(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
+                     f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
+                     + (f"; emulated shape {_dims(best.extra['emulated_shape'])}"
+                        if best and best.extra.get("emulated_shape") else ""))
+    if not lb.rows:
+        finished = lb.info.get("status", "complete") == "complete"
+        lines.append("no correct variant" + ("" if finished else " yet")
+                     + (": every evaluated variant failed (reasons in the failures)" if lb.failures else ""))
+    return lines
+
+
 def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
     for line in headline(lb):
         # a line that quotes a command stays one line, so the command can be copied whole
         console.print(line, highlight=False, markup=False, soft_wrap="forge tune --resume" in line)
-    emulated = any("emulation" in r.extra for r in lb.rows)
-    if not lb.rows:
-        _print_failures(lb, console)
-        finished = lb.info.get("status", "complete") == "complete"
-        console.print("[red]no correct variant[/red]" + ("" if finished else " yet")
-                      + (": every evaluated variant failed (reasons above)" if lb.failures else ""))
-        return
-    columns = ("rank", "config", "median", "spread", "kind", "× unfused", "× vendor", "roofline") + (
-        ("emulation",) if emulated else ())
-    cells = [(_rank(r), escape(config_text(r.config)), fmt_seconds(r.median) + (" *" if r.remeasured else ""),
-              _spread(r), r.time_kind, _x(r.speedup_unfused), _x(r.speedup_vendor), _pct(r.roofline_fraction),
-              *((str(r.extra.get("emulation", "—")),) if emulated else ())) for r in lb.rows[:top]]
+    if lb.rows:
+        columns, cells = table_rows(lb, top)
 
-    def table(with_config: bool) -> Table:
-        keep = [i for i, c in enumerate(columns) if with_config or c != "config"]
-        t = make_table([columns[i] for i in keep], wrap={"config"}, title="leaderboard")
-        for row in cells:
-            t.add_row(*(row[i] for i in keep))
-        return t
+        def table(with_config: bool) -> Table:
+            keep = [i for i, c in enumerate(columns) if with_config or c != "config"]
+            t = make_table([columns[i] for i in keep], wrap={"config"}, title="leaderboard")
+            for row in cells:
+                t.add_row(*(Text(row[i]) for i in keep))
+            return t
 
-    # A terminal too narrow for the configs beside the numbers gets them listed below the table.
-    narrow = width_left(console, table(False)) < CONFIG_MIN_WIDTH
-    console.print(table(not narrow))
-    if narrow:
-        for r in lb.rows[:top]:
-            print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
-    if len(lb.rows) > top:
-        console.print(f"{len(lb.rows) - top} more ranked variants not shown (--top {len(lb.rows)} shows all)")
-    if any(r.remeasured for r in lb.rows[:top]):
-        console.print(REMEASURED_NOTE)
-    best = lb.best
-    if best and best.extra.get("pipe_busy"):
-        busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
-        console.print(f"best variant per-pipe utilisation: {busy}")
-    if emulated:
-        failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
-        console.print(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
-                      f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
-                      + (f"; emulated shape {_dims(best.extra['emulated_shape'])}"
-                         if best and best.extra.get("emulated_shape") else ""))
+        # A terminal too narrow for the configs beside the numbers gets them listed below the table.
+        narrow = width_left(console, table(False)) < CONFIG_MIN_WIDTH
+        console.print(table(not narrow))
+        if narrow:
+            for r in lb.rows[:top]:
+                print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
+    lines = notes(lb, top)
+    for line in lines[:-1] if not lb.rows else lines:
+        console.print(line, highlight=False, markup=False)
     _print_failures(lb, console)
+    if not lb.rows:
+        console.print(Text(lines[-1], style="red"))
 
 
 def _dims(shape: Any) -> str:
@@ -193,23 +213,26 @@ def _print_failures(lb: Leaderboard, console: Console) -> None:
             console.print(f"  {f['status']}: {config_text(f['config'])}: {f['reason'][:160]}", highlight=False, markup=False)
 
 
-def to_markdown(lb: Leaderboard, top: int = 20) -> str:
+# Failed variants listed in a report file (all of them are in the run's forge.sqlite).
+FILE_FAILURES = 100
+
+
+def to_markdown(lb: Leaderboard) -> str:
     out = [f"# forge leaderboard — {lb.run_dir}", ""]
     out += [f"- {line}" for line in headline(lb)]
-    out += ["", "| rank | config | median | spread | kind | × unfused | × vendor | roofline |",
-            "|---|---|---|---|---|---|---|---|"]
-    for r in lb.rows[:top]:
-        out.append(f"| {_rank(r)} | `{config_text(r.config)}` | {fmt_seconds(r.median)}{' *' if r.remeasured else ''} | "
-                   f"{_spread(r)} | {r.time_kind} | {_x(r.speedup_unfused)} | {_x(r.speedup_vendor)} | "
-                   f"{_pct(r.roofline_fraction)} |")
-    if len(lb.rows) > top:
-        out += ["", f"{len(lb.rows) - top} more ranked variants not shown."]
-    if any(r.remeasured for r in lb.rows[:top]):
-        out += ["", f"\\{REMEASURED_NOTE}"]
+    if lb.rows:
+        columns, rows = table_rows(lb)
+        out += ["", "| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+        for row in rows:
+            cells = [f"`{c}`" if col == "config" else c for col, c in zip(columns, row)]
+            out.append("| " + " | ".join(cells) + " |")
+    out += [""] + [line.replace("*", "\\*", 1) if line == REMEASURED_NOTE else line for line in notes(lb)]
     if lb.failures:
         out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
-        for f in lb.failures[:50]:
+        for f in lb.failures[:FILE_FAILURES]:
             out.append(f"| {f['status']} | `{config_text(f['config'])}` | {f['reason'][:200].replace('|', '/')} |")
+        if len(lb.failures) > FILE_FAILURES:
+            out += ["", f"{len(lb.failures) - FILE_FAILURES} more failed variants (all are in forge.sqlite)."]
     return "\n".join(out) + "\n"
 
 

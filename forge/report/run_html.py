@@ -6,9 +6,8 @@ import base64
 from jinja2 import Environment, select_autoescape
 
 from forge.report.leaderboard import Leaderboard
-from forge.report.progress import fmt_seconds
 from forge.variant import config_text
-from forge.report.render import headline
+from forge.report.render import FILE_FAILURES, headline, notes, table_rows
 
 TEMPLATE = r"""<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><title>forge run {{ lb.run_dir }}</title>
@@ -21,17 +20,14 @@ TEMPLATE = r"""<!doctype html>
 <h1>forge run — {{ lb.run_dir }}</h1>
 <ul>{% for line in head %}<li>{{ line }}</li>{% endfor %}</ul>
 <h2>Leaderboard</h2>
-<table id="leaderboard"><tr><th>rank</th><th class="l">config</th><th>median</th><th>spread</th><th>kind</th>
-<th>× unfused</th><th>× vendor</th><th>roofline</th></tr>
-{% for r in lb.rows[:50] %}<tr><td>{{ r.rank }}{% if r.tie_with %} (tie #{{ r.tie_with }}){% endif %}</td>
-<td class="l">{{ cfg(r.config) }}</td><td class="{{ r.time_kind }}">{{ t(r.median) }}{% if r.remeasured %} *{% endif %}</td>
-<td>{{ t(r.spread) if r.time_kind == "measured" else "—" }}</td><td>{{ r.time_kind }}</td>
-<td>{{ x(r.speedup_unfused) }}</td><td>{{ x(r.speedup_vendor) }}</td><td>{{ pct(r.roofline_fraction) }}</td></tr>
-{% endfor %}</table>
+{% if rows %}<table id="leaderboard"><tr>{% for c in columns %}<th{% if c == "config" %} class="l"{% endif %}>{{ c }}</th>{% endfor %}</tr>
+{% for row in rows %}<tr>{% for c, v in zip(columns, row) %}<td{% if c == "config" %} class="l"{% elif c == "median" %} class="{{ row[4] }}"{% endif %}>{{ v }}</td>{% endfor %}</tr>
+{% endfor %}</table>{% endif %}
+{% if notes %}<ul>{% for line in notes %}<li>{{ line }}</li>{% endfor %}</ul>{% endif %}
 {% for title, png in images %}<figure><img alt="{{ title }}" src="data:image/png;base64,{{ png }}"><figcaption>{{ title }}</figcaption></figure>{% endfor %}
 {% if lb.failures %}<h2>Failed variants</h2><table id="failures"><tr><th class="l">status</th><th class="l">config</th><th class="l">reason</th></tr>
-{% for f in lb.failures[:100] %}<tr><td class="l">{{ f.status }}</td><td class="l">{{ cfg(f.config) }}</td><td class="l">{{ f.reason[:300] }}</td></tr>{% endfor %}
-</table>{% endif %}
+{% for f in lb.failures[:limit] %}<tr><td class="l">{{ f.status }}</td><td class="l">{{ cfg(f.config) }}</td><td class="l">{{ f.reason[:300] }}</td></tr>{% endfor %}
+</table>{% if lb.failures|length > limit %}<p>{{ lb.failures|length - limit }} more failed variants (all are in forge.sqlite).</p>{% endif %}{% endif %}
 </body></html>
 """
 
@@ -45,7 +41,7 @@ def leaderboard_html(lb: Leaderboard) -> str:
                                    "time_kind": kind}])
     images = [("Best time vs evaluations", base64.b64encode(png).decode())] if png else []
     env = Environment(autoescape=select_autoescape(default=True))
+    columns, rows = table_rows(lb)
     return env.from_string(TEMPLATE).render(
-        lb=lb, head=headline(lb), images=images, t=fmt_seconds,
-        cfg=config_text,
-        x=lambda v: f"{v:.2f}×" if v else "—", pct=lambda v: f"{100 * v:.1f}%" if v else "—")
+        lb=lb, head=headline(lb), images=images, columns=columns, rows=rows, notes=notes(lb), zip=zip,
+        cfg=config_text, limit=FILE_FAILURES)
