@@ -168,7 +168,7 @@ def test_piped_output_is_wide_unless_columns_names_a_width():
 
 def test_the_emulated_shape_is_written_as_the_flags_write_a_shape():
     row = Row(1, {"tile": 4}, 1e-3, 0.0, "modeled", None, None, False, None, 0.5, "k", 1,
-              {"emulation": "ok", "emulated_shape": {"M": 4, "N": 32}})
+              {"emulation": "ok", "emulated_shape": {"N": 32, "M": 4}})           # in the op's order below
     lb = Leaderboard("run", {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}},
                      [row], [], {"ok": 1}, {}, [], [])
     out = io.StringIO()

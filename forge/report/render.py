@@ -12,6 +12,7 @@ from rich.table import Table
 from rich.text import Text
 
 from forge.backends.base import BASELINE_NAMES
+from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
@@ -164,7 +165,7 @@ def notes(lb: Leaderboard, top: int | None = None) -> list[str]:
         failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
         lines.append(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
                      f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
-                     + (f"; emulated shape {_dims(best.extra['emulated_shape'])}"
+                     + (f"; emulated shape {_dims(best.extra['emulated_shape'], lb.info['problem']['op'])}"
                         if best and best.extra.get("emulated_shape") else ""))
     if not lb.rows:
         finished = lb.info.get("status", "complete") == "complete"
@@ -201,9 +202,12 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
         console.print(Text(lines[-1], style="red"))
 
 
-def _dims(shape: Any) -> str:
-    """{"M": 64, "N": 256} as the flags write it, M=64,N=256."""
-    return ",".join(f"{k}={v}" for k, v in shape.items()) if isinstance(shape, dict) else str(shape)
+def _dims(shape: Any, op: str) -> str:
+    """{"N": 256, "M": 64} as the flags write it, in the op's order: M=64,N=256."""
+    if not isinstance(shape, dict):
+        return str(shape)
+    order = {d: i for i, d in enumerate(get_op(op).dims)}
+    return ",".join(f"{k}={shape[k]}" for k in sorted(shape, key=lambda d: order.get(d, len(order))))
 
 
 def _print_failures(lb: Leaderboard, console: Console) -> None:

@@ -77,7 +77,7 @@ def unfused(problem: Problem, hw: AscendHW) -> list[Kernel]:
         n = rows * s["Skv"]
         g = s["Hq"] // s["Hkv"]                                # GQA: G query heads read one K/V head
         return [Kernel("S = Q Kᵀ (batched matmul)", best_model(qk, hw, s["B"] * s["Hq"], b_share=g)),
-                stream_kernel(hw, "S = S·scale + mask", n, 1, 1, 2, e),
+                stream_kernel(hw, "S = S·scale + mask" if problem.attrs.get("causal") else "S = S·scale", n, 1, 1, 2, e),
                 stream_kernel(hw, "P = softmax(S)", n, 1, 1, 7, e),    # one row-resident pass (5 fp32 ops + 2 reduces)
                 Kernel("O = P V (batched matmul)", best_model(pv, hw, s["B"] * s["Hq"], b_share=g))]
     if problem.op == "rmsnorm":

@@ -291,7 +291,8 @@ class CudaBackend(Backend):
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
                   timeout: float) -> list[Baseline]:
         t, steps = unfused_time(self.arch, problem)
-        out = [Baseline("unfused", f"unfused sequence ({len(steps)} kernels, modeled roofline)",
+        what = f"{len(steps)} kernels" if len(steps) > 1 else "one kernel, nothing to fuse"   # a matmul
+        out = [Baseline("unfused", f"unfused sequence ({what}, modeled roofline)",
                         Measurement("ok", timings=[t], time_kind="modeled", extra={"steps": steps}))]
         on_device, _ = self._use_device()
         if on_device:
