@@ -242,3 +242,11 @@ def test_report_files_carry_what_the_terminal_says_under_the_table():
     for text in (to_markdown(empty), leaderboard_html(empty)):
         assert "no correct variant: every evaluated variant failed" in text and "| rank |" not in text
         assert 'id="leaderboard"' not in text
+
+
+def test_modeled_times_on_a_partial_target_say_they_rest_on_estimates():
+    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}}
+    partial = headline(Leaderboard("run", info | {"target": {"name": "ascend950pr"}}, [], [], {}, {}, [], []))
+    assert any(x.startswith("ascend950pr is a partial target: some of its numbers are estimates") for x in partial)
+    full = headline(Leaderboard("run", info | {"target": {"name": "ascend910b2"}}, [], [], {}, {}, [], []))
+    assert not any("partial target" in x for x in full)

@@ -14,6 +14,7 @@ from rich.text import Text
 from forge.backends.base import BASELINE_NAMES
 from forge.ops import get_op
 from forge.problem import Problem
+from forge.targets import all_targets, get_target
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
 from forge.report.tables import make_table, print_indented, width_left
@@ -105,6 +106,10 @@ def headline(lb: Leaderboard) -> list[str]:
                          "among the * rows are not to be relied on")
     else:
         lines.append(modeled_line(lb.info.get("measure_note", "")))
+        name = lb.info.get("target", {}).get("name")
+        if name and name in all_targets() and get_target(name).partial:
+            lines.append(f"{name} is a partial target: some of its numbers are estimates or placeholders, and "
+                         f"these modeled times rest on them (`forge targets {name}` gives each number's source)")
         checks = [str(r.extra.get("correctness", "")) for r in lb.rows if "correctness" in r.extra]
         host = [c for c in checks if not c.startswith("not checked")]
         if host:
