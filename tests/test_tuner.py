@@ -10,6 +10,7 @@ import sys
 import time
 from pathlib import Path
 
+import numpy as np
 import pytest
 from rich.console import Console
 
@@ -142,6 +143,12 @@ def _check_show_export(run, lb):
     assert about["config"] == lb.rows[0].config and about["rank"] == 1
     assert sorted(p.name for p in folder.iterdir()) == sorted([*about["files"], "forge_variant.json"])
     assert "forge_kernel" in (folder / about["main"]).read_text()
+    # run.sh builds it as forge does and runs it on the exported inputs; the output matches the reference
+    (expected,) = [f for f in about["files"] if f.startswith("expected_")]
+    done = subprocess.run(["bash", str(folder / "run.sh")], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0 and '"timings"' in done.stdout, done.stderr[-2000:]
+    got, want = np.fromfile(folder / "output.bin", np.float32), np.fromfile(folder / expected, np.float32)
+    assert got.shape == want.shape and np.allclose(got, want, atol=2e-4, rtol=2e-4)
     again = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
     assert again.exit_code != 0 and "is not an empty folder" in str(again.exception or again.output)
     meta = json.loads((run / "run.json").read_text())

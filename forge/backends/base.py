@@ -159,6 +159,11 @@ class Backend(ABC):
                   timeout: float) -> list[Baseline]:
         return []
 
+    def export_files(self, variant: Variant, seed: int) -> dict[str, str | bytes]:
+        """Files beside the generated source that build and run the variant on the device with the
+        inputs forge checks it on (`forge show --export`): a build script, a launch spec, inputs."""
+        return {}
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         """Why a run here may record no `name` baseline ("unfused" or "vendor"): the report says it
         where that column is empty."""

@@ -8,6 +8,7 @@ import sys
 from pathlib import Path
 from typing import Any, Optional
 
+import numpy as np
 import typer
 
 from forge.errors import ForgeInputError, writing
@@ -30,25 +31,61 @@ def _warn_if_regenerated(run: Path, info: dict[str, Any]) -> None:
                   soft_wrap=True)
 
 
-def _export_variant(folder: Path, src: Any, lb: Any, rank: int) -> None:
+# The float64 reference is written beside an export only for problems this small (output
+# elements, FLOPs): above, computing it would take longer than the export is worth.
+EXPECTED_MAX_ELEMENTS = 1 << 22
+EXPECTED_MAX_FLOPS = 2e10
+
+
+def _expected(variant: Any, seed: int) -> tuple[dict[str, bytes], str]:
+    """expected_<output>.f32 (float32 of the float64 reference on the exported inputs) and how to
+    compare with it, or no file and why."""
+    from forge.ops import get_op
+    from forge.ops.base import TOLERANCES
+
+    p = variant.problem
+    op = get_op(p.op)
+    spec = op.output(p)
+    size = int(np.prod(spec.shape))
+    if size > EXPECTED_MAX_ELEMENTS or op.flops(p) > EXPECTED_MAX_FLOPS:
+        return {}, (f"no expected output: {p.short()} is too large to compute its reference here; check it on the "
+                    "device against the vendor's kernel, or export a run of a smaller shape")
+    ref = op.reference(p, op.make_inputs(p, seed)).astype(np.float32)
+    atol, rtol = TOLERANCES[p.dtype]
+    name = f"expected_{spec.name}.f32"
+    return {name: ref.tobytes()}, (f"{name}: float32 of the float64 reference, shape {list(spec.shape)}; forge "
+                                   f"accepts |out - expected| <= {atol:g} + {rtol:g}·|expected|")
+
+
+def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, backend: Any, seed: int) -> None:
     row = lb.rows[rank - 1]
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
         raise ForgeInputError("--export", f"{folder} exists and is not an empty folder; give a new one (nothing is "
                               "overwritten)")
+    extra = backend.export_files(variant, seed)
+    expected, check = _expected(variant, seed)
+    files: dict[str, str | bytes] = {**src.files, **extra, **expected}
     with writing("--export", folder):
         folder.mkdir(parents=True, exist_ok=True)
-        for name, text in src.files.items():
+        for name, content in files.items():
             path = folder / name
             path.parent.mkdir(parents=True, exist_ok=True)
-            path.write_text(text)
+            if isinstance(content, bytes):
+                path.write_bytes(content)
+            else:
+                path.write_text(content)
             if name.endswith(".sh"):
                 path.chmod(0o755)
         about = {"run": str(lb.run_dir), "rank": rank, "problem": lb.info["problem"],
                  "target": lb.info["target"]["name"], "config": row.config, "median_s": row.median,
-                 "time_kind": row.time_kind, "files": list(src.files), "main": src.main}
+                 "time_kind": row.time_kind, "files": list(files), "main": src.main, "seed": seed,
+                 "how": ("./run.sh builds and runs it on the device with the inputs forge checks it on"
+                         if "run.sh" in files else "the generated source only"), "check": check}
         (folder / "forge_variant.json").write_text(json.dumps(about, indent=1, default=str))
-    out.print(f"wrote {len(src.files)} files and forge_variant.json to {folder}: {', '.join(src.files)}",
+    out.print(f"wrote {len(files)} files and forge_variant.json to {folder}: {', '.join(files)}",
               highlight=False, soft_wrap=True)
+    if "run.sh" in files:
+        out.print(f"on the device: {folder}/run.sh; {check}", highlight=False, soft_wrap=True)
 
 
 def show(run: Path = typer.Argument(..., help="run folder"),
@@ -72,10 +109,11 @@ def show(run: Path = typer.Argument(..., help="run folder"),
     row = lb.rows[rank - 1]
     settings = TuneSettings(**lb.info["settings"])
     backend = get_backend(settings.target, measure="model")
-    src = backend.generate(Variant(problem_of(settings), settings.target, row.config))
+    variant = Variant(problem_of(settings), settings.target, row.config)
+    src = backend.generate(variant)
     _warn_if_regenerated(run, lb.info)
     if export is not None:
-        _export_variant(export, src, lb, rank)
+        _export_variant(export, src, lb, rank, variant, backend, settings.seed)
         return
     name = file or src.main
     if name not in src.files:

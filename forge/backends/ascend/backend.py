@@ -183,6 +183,12 @@ class AscendBackend(Backend):
         return [Baseline("unfused", label, Measurement("ok", "modeled", timings=[total], time_kind="modeled",
                                                         extra={"kernels": {k.label: k.seconds for k in ks}}))]
 
+    def export_files(self, variant: Variant, seed: int) -> dict[str, str | bytes]:
+        """The seeded inputs run.sh reads (in_<name>.bin, raw little-endian in the problem's dtype)."""
+        p = variant.problem
+        return {f"in_{name}.bin": cann.device_bytes(x, p.dtype)
+                for name, x in get_op(p.op).make_inputs(p, seed).items()}
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         if name != "vendor":
             return super().no_baseline_reason(problem, name)

@@ -61,6 +61,11 @@ def run(workdir: Path, inputs: dict[str, np.ndarray], dtype: str, out_shape: tup
     return out.reshape(out_shape), times, ""
 
 
+def device_bytes(x: np.ndarray, dtype: str) -> bytes:
+    """An input as the launcher reads it: raw little-endian values of `dtype`."""
+    return _dev(x, dtype).tobytes()
+
+
 def _dev(x: np.ndarray, dtype: str) -> np.ndarray:
     if dtype == "float16":
         return x.astype(np.float16)

@@ -11,6 +11,8 @@ from statistics import median
 from pathlib import Path
 from typing import Any
 
+import numpy as np
+
 from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
 from forge.backends.cpu import hwinfo
 from forge.backends.cpu.build import build_source, compiler_version
@@ -147,6 +149,24 @@ class CpuBackend(Backend):
         m.extra.update({"threads": threads, "steps": get_op(problem.op).unfused_steps(problem),
                         "source_hash": art.source_hash})
         return Baseline("unfused", cgen.unfused_label(problem), m)
+
+    def export_files(self, variant: Variant, seed: int) -> dict[str, str | bytes]:
+        """The seeded inputs (float32, in the op's input order, as the harness reads them) and
+        run.sh: the compiler and flags forge builds with, then one timed run."""
+        p = variant.problem
+        op = get_op(p.op)
+        inputs = op.make_inputs(p, seed)
+        data = b"".join(np.ascontiguousarray(inputs[s.name], dtype=np.float32).tobytes() for s in op.inputs(p))
+        run = "\n".join([
+            "#!/bin/bash",
+            f"# Build and time {p.short()} as forge does: harness.c reads inputs.bin, writes output.bin",
+            "# (float32) and prints the time of each repetition; arguments: inputs output warmup reps",
+            "# flush-bytes (the last-level cache is flushed between repetitions with that many bytes).",
+            "set -e",
+            'cd "$(dirname "$0")"',
+            f"{self.compiler} {' '.join(self.flags)} -o kernel kernel.c harness.c -lm",
+            f"./kernel inputs.bin output.bin 2 10 {self._flush_bytes()}", ""])
+        return {"inputs.bin": data, "run.sh": run}
 
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         if self.measure == "model":

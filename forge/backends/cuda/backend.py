@@ -216,6 +216,24 @@ class CudaBackend(Backend):
                        f"{self.target.name}'s {self.arch.limits.cc}"
                        + (f": tune for it with --target {' or '.join(same)}" if same else ""))
 
+    def export_files(self, variant: Variant, seed: int) -> dict[str, str | bytes]:
+        """The timing harness, its spec (buffers, then each launch with grid, block and dynamic
+        shared memory, in order), the seeded inputs, and run.sh to build and run them on a GPU."""
+        p = variant.problem
+        spec, inputs = hx.spec_files(self.plan(variant), Path("kernel.cubin"), Path("."),
+                                     get_op(p.op).make_inputs(p, seed), p.dtype, warmup=3, iters=10, trials=1)
+        main = self.generate(variant).main
+        run = "\n".join([
+            "#!/bin/bash",
+            f"# Build and time {p.short()} on a {self.target.name} ({self.arch.sm}); the harness prints one JSON",
+            "# line with the times (ms) and writes each output buffer to <name>.bin (raw, the problem's dtype).",
+            "set -e",
+            'cd "$(dirname "$0")"',
+            f"nvcc -cubin {' '.join(self.flags())} -I . -o kernel.cubin {main}",
+            "nvcc -O2 -std=c++17 -cudart static -o forge_harness harness.cu",
+            "./forge_harness spec.txt", ""])
+        return {"harness.cu": hx.SOURCE.read_text(), "spec.txt": spec, "run.sh": run, **inputs}
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         if name != "vendor":
             return super().no_baseline_reason(problem, name)

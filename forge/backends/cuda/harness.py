@@ -69,24 +69,34 @@ def from_bytes(raw: bytes, dtype: str, shape: tuple[int, ...]) -> np.ndarray:
 
 def write_spec(plan: Plan, cubin: Path, work: Path, inputs: dict[str, np.ndarray], dtype: str, *,
                warmup: int, iters: int, trials: int, flush: int = 0) -> Path:
+    text, files = spec_files(plan, cubin, work, inputs, dtype, warmup=warmup, iters=iters, trials=trials, flush=flush)
+    for name, data in files.items():
+        (work / name).write_bytes(data)
+    spec = work / "spec.txt"
+    spec.write_text(text)
+    return spec
+
+
+def spec_files(plan: Plan, cubin: Path, folder: Path, inputs: dict[str, np.ndarray], dtype: str, *,
+               warmup: int, iters: int, trials: int, flush: int = 0) -> tuple[str, dict[str, bytes]]:
+    """The harness spec (buffers and launches in order, paths under `folder`) and the input files
+    it names, by file name."""
     lines = [f"cubin {cubin}", f"warmup {warmup}", f"iters {iters}", f"trials {trials}", f"flush {flush}"]
+    files = {}
     for b in plan.buffers:
         if b.kind == "in":
-            path = work / f"{b.name}.bin"
             data = to_bytes(inputs[b.name], dtype)
             if len(data) != b.nbytes:
                 raise ValueError(f"buffer {b.name}: plan says {b.nbytes} B, input has {len(data)} B")
-            path.write_bytes(data)
-            lines.append(f"buffer {b.name} in {b.nbytes} {path}")
+            files[f"{b.name}.bin"] = data
+            lines.append(f"buffer {b.name} in {b.nbytes} {folder / (b.name + '.bin')}")
         elif b.kind == "out":
-            lines.append(f"buffer {b.name} out {b.nbytes} {work / (b.name + '.bin')}")
+            lines.append(f"buffer {b.name} out {b.nbytes} {folder / (b.name + '.bin')}")
         else:
             lines.append(f"buffer {b.name} scratch {b.nbytes}")
     for l in plan.launches:
         lines.append(" ".join(["launch", l.kernel, *map(str, l.grid), *map(str, l.block), str(l.smem), *l.args]))
-    spec = work / "spec.txt"
-    spec.write_text("\n".join(lines) + "\n")
-    return spec
+    return "\n".join(lines) + "\n", files
 
 
 def run_harness(exe: Path, args: list[str], timeout: float) -> dict[str, Any]:

@@ -1,0 +1,46 @@
+"""`forge show --export` for the device: beside the source, what builds and runs the variant on the
+inputs forge checks it on. CUDA: the harness, its spec with every launch (grid, block, dynamic
+shared memory) in order, and the inputs at the sizes the plan's buffers say; Ascend: the in_<name>.bin
+files its launcher reads. (The CPU export is built and run in tests/test_tuner.py.)"""
+from __future__ import annotations
+
+import numpy as np
+
+from forge.backends import get_backend
+from forge.ops import get_op
+from forge.ops.base import DTYPE_BYTES
+from forge.variant import Variant
+
+
+def first_valid(backend, problem):
+    enum = backend.space(problem).enumerate()
+    return Variant(problem, backend.target.name, enum.config(0))
+
+
+def test_a_cuda_export_holds_the_harness_its_launches_and_inputs_of_the_plans_sizes():
+    backend = get_backend("h100")
+    p = get_op("matmul").problem({"M": 128, "N": 128, "K": 512}, "float16")
+    v = first_valid(backend, p)
+    files = backend.export_files(v, seed=0)
+    plan = backend.plan(v)
+    spec = files["spec.txt"].splitlines()
+    launches = [line.split() for line in spec if line.startswith("launch ")]
+    assert [(l[1], tuple(map(int, l[2:5])), tuple(map(int, l[5:8])), int(l[8])) for l in launches] == [
+        (l.kernel, tuple(l.grid), tuple(l.block), l.smem) for l in plan.launches]
+    for b in plan.buffers:
+        if b.kind == "in":
+            assert len(files[f"{b.name}.bin"]) == b.nbytes and f"buffer {b.name} in {b.nbytes} {b.name}.bin" in spec
+    assert "harness.cu" in files and "./forge_harness spec.txt" in files["run.sh"]
+    assert " ".join(backend.flags()) in files["run.sh"]
+
+
+def test_an_ascend_export_holds_the_inputs_its_launcher_reads():
+    backend = get_backend("ascend910b2")
+    p = get_op("rmsnorm").problem({"M": 64, "N": 1024}, "float16")
+    files = backend.export_files(first_valid(backend, p), seed=3)
+    op = get_op("rmsnorm")
+    for spec in op.inputs(p):
+        data = files[f"in_{spec.name}.bin"]
+        assert len(data) == int(np.prod(spec.shape)) * DTYPE_BYTES["float16"]
+        want = op.make_inputs(p, 3)[spec.name].ravel()
+        assert np.array_equal(np.frombuffer(data, "<f2").astype(np.float32), want)   # the values forge checks on
