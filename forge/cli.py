@@ -273,8 +273,13 @@ def targets(name: Optional[str] = typer.Argument(None, help="show one target's n
     from forge.targets import all_targets, get_target
 
     if name:
+        from forge.targets import Target
+
         t = get_target(name)
         out.print_json(data=t.model_dump())
+        units = "; ".join(f"{k}: {f.description}" for k, f in Target.model_fields.items() if f.description)
+        out.print(f"fields: {units}; details: the {t.kind} backend's own constants, their unit in their name "
+                  "(_bytes, _hz, _mhz, _s, _per_cycle; l2_bandwidth in bytes/s)", highlight=False)
         return
     rows = [(t.name, t.kind, t.description + (" (partial: some numbers unknown)" if t.partial else ""))
             for t in all_targets().values()]
