@@ -266,3 +266,11 @@ def test_a_bank_that_cannot_be_opened_never_stops_a_run(bank, tmp_path):
     assert bank.read_text() == "not a database"
     done = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "show"], capture_output=True, text=True)
     assert done.returncode == 2 and f"FORGE_BANK: {bank}: file is not a database" in done.stderr
+
+
+def test_showing_a_bank_that_does_not_exist_says_so_and_does_not_make_it(tmp_path):
+    path = tmp_path / "none" / "bank.sqlite"
+    res = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "show"], capture_output=True, text=True,
+                         timeout=120, env={**os.environ, "FORGE_BANK": str(path)})
+    assert res.returncode == 0 and "no tuning bank yet at" in res.stdout
+    assert not path.exists() and not path.parent.exists()

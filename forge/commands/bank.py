@@ -27,6 +27,9 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
     if target:
         get_target(target)
     console = make_console()
+    if not bank_path().exists():            # nothing to show: listing it must not create it
+        console.print(f"no tuning bank yet at {bank_path()} (forge tune makes it)", highlight=False)
+        return
     _check_bank()
     with Bank() as bank:
         entries = [e for e in bank.entries() if (not op or e["op"] == op) and (not target or e["target"] == target)]
