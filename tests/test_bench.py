@@ -432,3 +432,13 @@ def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tune
     run_json.write_text(json.dumps({"status": "complete", "roofline_seconds": 7e-6}))
     row = next(r for r in build_board(tmp_path)["cases"] if r["case_id"] == "8")
     assert row["t_sol"] == 7e-6 and row["sol_score"] == scores.sol_score(10 * US, 7e-6, 20 * US)
+
+
+def test_forge_runs_says_when_a_passed_case_stopped_part_way(tmp_path, fake_tuner):
+    from forge.commands.runs import collect
+
+    fake_tuner({8: ([5], 10, None, "measured"), 16: "interrupt"})
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(make_suite(), "cpu", tmp_path / "b")
+    (row,) = collect(tmp_path)
+    assert row["progress"] == "1/4 cases finished, 2 passed (1 of them stopped part way, best so far)"

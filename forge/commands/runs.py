@@ -40,10 +40,13 @@ def bench_row(path: Path) -> dict[str, Any]:
 
     board = build_board(path)
     state, total = board["state"], board["total"]
+    # a case stopped part way has passed with its best so far: counted, and said
+    partway = sum(1 for r in board["cases"] if r["status"] == "PASSED" and not r.get("finished", True))
     return {"kind": "bench", "path": str(path), "started": None,
             "what": f"bench {board['suite']} ({total['cases']} cases)", "target": board["target"],
             "status": activity(path, state["finished"] == state["cases"]),
-            "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed",
+            "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed"
+                        + (f" ({partway} of them stopped part way, best so far)" if partway else ""),
             "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None,
             # over each case's own baseline (the suite's reference kernel, or forge's unfused sequence)
             "geomean_speedup": total["geomean_speedup"]}
