@@ -116,10 +116,10 @@ def tune(
                  if v is not None}
         fixed = sorted(set(given) - set(RESUME_OVERRIDES))
         if fixed:
-            negated = {"bank": "no-bank", "host_check": "no-host-check"}   # flags named otherwise
-            names = ", ".join("--" + negated.get(k, k.replace("_", "-")) for k in fixed)
-            raise ForgeInputError("--resume", f"{names}: fixed by the run being resumed; allowed with --resume: "
-                                              f"{', '.join('--' + k.replace('_', '-') for k in RESUME_OVERRIDES)}")
+            from forge.config import flag_name
+
+            raise ForgeInputError("--resume", f"{', '.join(map(flag_name, fixed))}: fixed by the run being resumed; "
+                                              f"allowed with --resume: {', '.join(map(flag_name, RESUME_OVERRIDES))}")
         run = tuner.resume(resume, console=err, **given)
         _exit_unless_correct([run] if not _print_report(run) else [])
         return

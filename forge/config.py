@@ -100,6 +100,11 @@ class TuneConfig(SearchOptions):
 FLAGS = {"attrs": "--attr", "bank": "--no-bank", "host_check": "--no-host-check"}
 
 
+def flag_name(setting: str) -> str:
+    """The command-line option that sets `setting` (time_budget -> --time-budget, bank -> --no-bank)."""
+    return FLAGS.get(setting, "--" + setting.replace("_", "-"))
+
+
 def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False) -> ForgeInputError:
     """The first validation error as a ForgeInputError naming the field (or, `as_flag`, the
     command-line option that sets it) and what is allowed."""
@@ -107,7 +112,7 @@ def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False
     field = ".".join(str(x) for x in err["loc"]) or "config"
     if as_flag:
         head, _, rest = field.partition(".")
-        field = FLAGS.get(head, "--" + head.replace("_", "-")) + (f".{rest}" if rest else "")
+        field = flag_name(head) + (f".{rest}" if rest else "")
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = TuneConfig if prefix else TuneSettings

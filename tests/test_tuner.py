@@ -141,6 +141,12 @@ def _check_show_export(run, lb):
     assert r.exit_code == 0, r.output
     about = json.loads((folder / "forge_variant.json").read_text())
     assert about["config"] == lb.rows[0].config and about["rank"] == 1
+    from forge.tuner import input_seed
+    from forge.variant import Variant
+
+    settings = TuneSettings(**json.loads((run / "run.json").read_text())["settings"])
+    searched = Variant(problem_of(settings), settings.target, lb.rows[0].config)
+    assert about["seed"] == input_seed(searched, settings.seed, "search")      # the inputs it was checked on
     assert sorted(p.name for p in folder.iterdir()) == sorted([*about["files"], "forge_variant.json"])
     assert "forge_kernel" in (folder / about["main"]).read_text()
     # run.sh builds it as forge does and runs it on the exported inputs; the output matches the reference

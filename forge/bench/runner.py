@@ -194,34 +194,48 @@ def settings_changed(old: dict[str, Any], suite: Suite, budget_per_case: int | N
                      options: dict[str, Any]) -> list[str]:
     """What a rerun into a bench folder would change, in words: its suite, its case selection, its
     budget or a search option. A rerun continues the bench, so a change would skip the finished
-    cases and label their results with settings they were not made with. (Options of benches made
-    before they were stored as values are compared as text.)"""
+    cases and label their results with settings they were not made with."""
     changed = []
     if old.get("suite") != suite.name:
         changed.append(f"suite {old.get('suite')}, now {suite.name}")
-    before = {c.get("key") for c in old.get("cases", [])}
-    now = {c.key for c in suite.cases}
-    if before != now:
-        changed.append(f"its {len(before)} cases, now {len(now)} of which {len(now - before)} new (--ops)")
+    cases_before = {c.get("key") for c in old.get("cases", [])}
+    cases_now = {c.key for c in suite.cases}
+    if cases_before != cases_now:
+        changed.append(f"its {len(cases_before)} cases, now {len(cases_now)} of which "
+                       f"{len(cases_now - cases_before)} new (--ops)")
     if old.get("budget_per_case") != budget_per_case:
         changed.append(f"--budget-per-case {old.get('budget_per_case')}, now {budget_per_case}")
-    recorded = old.get("options", {})
-    for name, value in options.items():
-        if name not in PLACEMENT and str(recorded.get(name)) != str(value):
-            changed.append(_change(name, recorded.get(name), value))
+    before, now = effective_options(old.get("options", {})), effective_options(options)
+    for name in now:
+        if name not in PLACEMENT and before.get(name) != now[name]:
+            changed.append(_change(name, before.get(name), now[name]))
     return changed
 
 
-# Options given by a negative flag: the setting is False when the flag was given.
-NEGATED = {"host_check": "no-host-check", "bank": "no-bank"}
+def effective_options(options: dict[str, Any]) -> dict[str, Any]:
+    """The search settings `options` come to, defaults filled in: an option left out and the same
+    option given at its default are one setting. (Benches made before options were stored as
+    values hold them as text: "0", "None".)"""
+    from pydantic import ValidationError
+
+    from forge.config import SearchOptions
+
+    given = {k: v for k, v in options.items() if k in SearchOptions.model_fields and str(v) != "None"}
+    try:
+        return SearchOptions(**given).model_dump()
+    except ValidationError:      # recorded by a forge that took other values: each differs, and is said
+        return given
 
 
 def _change(name: str, before: Any, now: Any) -> str:
-    if name in NEGATED:
+    from forge.config import flag_name
+
+    flag = flag_name(name)
+    if flag.startswith("--no-"):                      # the setting is False when the flag was given
         def given(v: Any) -> str:
-            return "with" if str(v) == "False" else "without"
-        return f"{given(before)} --{NEGATED[name]}, now {given(now)} it"
-    return f"--{name.replace('_', '-')} {before}, now {now}"
+            return "with" if v is False else "without"
+        return f"{given(before)} {flag}, now {given(now)} it"
+    return f"{flag} {before}, now {now}"
 
 
 def continue_hint(command: str | None) -> str:

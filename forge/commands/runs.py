@@ -9,7 +9,6 @@ from typing import Any, Optional
 import typer
 from rich.console import Console
 from rich.markup import escape
-from rich.table import Table
 
 from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing

@@ -98,7 +98,7 @@ def show(run: Path = typer.Argument(..., help="run folder"),
     from forge.backends import get_backend
     from forge.config import TuneSettings
     from forge.report.leaderboard import build_leaderboard
-    from forge.tuner import problem_of
+    from forge.tuner import input_seed, problem_of
     from forge.variant import Variant
 
     lb = build_leaderboard(run)
@@ -113,7 +113,8 @@ def show(run: Path = typer.Argument(..., help="run folder"),
     src = backend.generate(variant)
     _warn_if_regenerated(run, lb.info)
     if export is not None:
-        _export_variant(export, src, lb, rank, variant, backend, settings.seed)
+        # the inputs the search measured and checked this variant on
+        _export_variant(export, src, lb, rank, variant, backend, input_seed(variant, settings.seed, "search"))
         return
     name = file or src.main
     if name not in src.files:

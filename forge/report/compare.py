@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.bench.board import UNSUPPORTED, build_board
-from forge.bench.runner import BENCH_FILE
+from forge.bench.runner import BENCH_FILE, effective_options
 from forge.errors import ForgeInputError
 from forge.problem import Problem
 from forge.report import scores
@@ -50,11 +50,10 @@ def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> di
 
 def _about(path: str | Path, board: dict[str, Any]) -> dict[str, Any]:
     """What a bench was made with, and how far it got: the header of a comparison."""
-    options = board.get("options", {})
-    sampler = options.get("sampler")
+    options = effective_options(board.get("options", {}))
     return {"path": str(path), "target": board["target"], "budget_per_case": board.get("budget_per_case"),
-            "sampler": "forge" if sampler in (None, "None") else sampler, "seed": options.get("seed"),
-            "bank": str(options.get("bank")) != "False", "unfinished": board["state"]["line"]}
+            "sampler": options.get("sampler"), "seed": options.get("seed"), "bank": options.get("bank") is not False,
+            "unfinished": board["state"]["line"]}
 
 
 def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:

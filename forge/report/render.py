@@ -7,7 +7,6 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.markup import escape
 from rich.table import Table
 from rich.text import Text
 
@@ -74,9 +73,7 @@ def run_state(lb: Leaderboard) -> list[str]:
 def missing_baselines(lb: Leaderboard) -> list[str]:
     """Why a speedup column is empty: no such baseline was timed here, or it was timed but is of
     another kind than the variants' times (a modeled unfused sequence beside measured kernels)."""
-    reasons = dict(lb.info.get("no_baseline_reason") or {})
-    if lb.info.get("no_vendor_reason"):                 # runs of an earlier forge
-        reasons.setdefault("vendor", lb.info["no_vendor_reason"])
+    reasons = lb.info.get("no_baseline_reason") or {}
     kinds = {r.time_kind for r in lb.rows}
     lines = []
     for name in BASELINE_NAMES:
