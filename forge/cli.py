@@ -85,7 +85,8 @@ def tune(
                                                   "acquisition=ei (a wrong name lists the allowed ones)"),
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
-    ray_address: Optional[str] = typer.Option(None, envvar="RAY_ADDRESS", help="join this Ray cluster"),
+    ray_address: Optional[str] = typer.Option(None, help="with --executor ray: join this Ray cluster (default: "
+                                                         "RAY_ADDRESS, else a local one)"),
     devices: Optional[int] = typer.Option(None, help="with --executor ray: devices measuring at once, one "
                                                       "variant each (default 1)"),
     measure: Optional[str] = typer.Option(None, help="auto | model | device"),

@@ -25,7 +25,7 @@ from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, b
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
 from forge.errors import ForgeInputError, read_json, writing
-from forge.executor import Executor, Job, Outcome, check_devices, make_executor, refuse_device_without_one
+from forge.executor import Executor, Job, Outcome, check_placement, make_executor, refuse_device_without_one
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
@@ -233,7 +233,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         raise ForgeInputError("space", f"no valid variant among {enum.cartesian} points ({counts}); e.g. "
                                        f"{first}: {'; '.join(space.check(first))}")
 
-    check_devices(settings.devices, settings.executor, backend)
+    check_placement(settings.devices, settings.executor, backend, settings.ray_address)
     if settings.executor == "local":
         refuse_device_without_one(settings.measure, backend.measure_available())
     if settings.executor == "ray":
@@ -324,6 +324,8 @@ def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> P
         raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
     data = dict(info["settings"])
     data.update({k: v for k, v in overrides.items() if v is not None})
+    if overrides.get("executor") == "local" and not overrides.get("ray_address"):
+        data["ray_address"] = None   # the cluster the run was on is not joined by the local executor
     data["out"] = str(run_dir)
     try:
         settings = TuneSettings(**data)

@@ -246,8 +246,10 @@ def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner)
         run_bench(make_suite(), "cpu", tmp_path / "b", options={"sampler": "annealing"})
     assert exc.value.field == "--sampler" and "random" in str(exc.value)
     assert not (tmp_path / "b").exists()
-    for options, says in (({"devices": 2}, "need --executor ray"), ({"devices": 2, "executor": "ray"}, "host CPU")):
-        with pytest.raises(ForgeInputError, match=f"--devices: .*{says}"):
+    for options, says in (({"devices": 2}, "--devices: .*need --executor ray"),
+                          ({"devices": 2, "executor": "ray"}, "--devices: .*host CPU"),
+                          ({"ray_address": "ray://head:10001"}, "--ray-address: .*only --executor ray")):
+        with pytest.raises(ForgeInputError, match=says):
             run_bench(make_suite(), "cpu", tmp_path / "b", options=options)
         assert not (tmp_path / "b").exists()
 

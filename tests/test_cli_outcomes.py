@@ -23,3 +23,17 @@ def test_a_run_with_no_correct_variant_exits_1_and_keeps_its_records(tmp_path):
     assert "leaderboard" not in res.stdout          # no empty table
     assert f"no correct variant in {out}" in res.stderr and "Traceback" not in res.stderr
     assert sum(1 for r in Store.for_run(out).records() if r.status == "timeout") >= 2
+
+
+def test_ray_address_in_the_environment_leaves_a_local_run_local(tmp_path):
+    """RAY_ADDRESS is set on the nodes of many Ray clusters; a `forge tune` there without
+    --executor ray runs here, as it says, and is not refused for an address it was never given."""
+    out = tmp_path / "run"
+    res = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=8,N=16",
+                          "--trials", "1", "--top-k", "0", "--no-bank", "--out", str(out)],
+                         capture_output=True, text=True, timeout=180,
+                         env={**os.environ, "FORGE_BANK": os.devnull, "COLUMNS": "120",
+                              "RAY_ADDRESS": "ray://head.invalid:10001"})
+    assert res.returncode == 0, res.stderr[-2000:]
+    assert "ray:" not in res.stderr and "--ray-address" not in res.stderr
+    assert Store.for_run(out).count() >= 1

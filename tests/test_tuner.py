@@ -345,6 +345,16 @@ def test_several_device_slots_need_ray_and_a_device_other_than_the_host(tmp_path
     assert not (tmp_path / "run").exists()
 
 
+def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path):
+    """The local executor would ignore the address, and the user would believe the run was on the
+    cluster; RAY_ADDRESS in the environment, by contrast, is only read by the Ray executor."""
+    from forge.errors import ForgeInputError
+
+    with pytest.raises(ForgeInputError, match=r"--ray-address: 'ray://head:10001' .* only --executor ray"):
+        tune(settings(tmp_path, ray_address="ray://head:10001"), console=QUIET)
+    assert not (tmp_path / "run").exists()
+
+
 def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     """A folder of runs read at a glance: a finished run, one interrupted (run.json still says
     running, no process holds it) and one a process holds, each with its progress and best."""

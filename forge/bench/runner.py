@@ -84,7 +84,7 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
 
     from forge.backends import get_backend
     from forge.config import SearchOptions, pydantic_error
-    from forge.executor import check_devices, refuse_device_without_one
+    from forge.executor import check_placement, refuse_device_without_one
     from forge.targets import get_target
 
     try:
@@ -92,7 +92,7 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
     except ValidationError as exc:
         raise pydantic_error(exc, as_flag=True) from None
     backend = get_backend(get_target(target), measure=opts.measure)
-    check_devices(opts.devices, opts.executor, backend)
+    check_placement(opts.devices, opts.executor, backend, opts.ray_address)
     if opts.executor == "local":
         refuse_device_without_one(opts.measure, backend.measure_available())
 

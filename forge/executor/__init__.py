@@ -10,9 +10,13 @@ from forge.executor.base import Executor, Job, Outcome
 EXECUTORS = ("local", "ray")
 
 
-def check_devices(devices: int, executor: str, backend: Backend) -> None:
-    """Several device slots need the Ray executor and a target whose device is not the host CPU
-    (two timings at once on the host would disturb each other)."""
+def check_placement(devices: int, executor: str, backend: Backend, ray_address: str | None = None) -> None:
+    """A Ray address and several device slots need the Ray executor (the local one would ignore
+    them); several slots also need a target whose device is not the host CPU (two timings at once
+    on the host would disturb each other)."""
+    if ray_address and executor != "ray":
+        raise ForgeInputError("--ray-address", f"{ray_address!r} names a Ray cluster, which only --executor ray "
+                                               "joins; add --executor ray, or leave the address out to run here")
     if devices == 1:
         return
     if executor != "ray":
@@ -47,4 +51,4 @@ def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers
     raise ForgeInputError("executor", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
 
 
-__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_devices", "make_executor", "refuse_device_without_one"]
+__all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_placement", "make_executor", "refuse_device_without_one"]

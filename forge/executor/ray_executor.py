@@ -28,7 +28,7 @@ from typing import Any
 
 from forge.backends.base import Artifact, Backend, Measurement, Verdict
 from forge.errors import ForgeInputError
-from forge.executor import check_devices
+from forge.executor import check_placement
 from forge.executor.base import Executor, Job, Outcome, after_build, build, measure, precheck
 
 
@@ -148,7 +148,7 @@ class RayExecutor(Executor):
                                                       logging_level="ERROR", **kwargs))
         self.ray = ray
         self._exclusive = bool(getattr(backend, "measures_on_host", False))
-        check_devices(devices, "ray", backend)
+        check_placement(devices, "ray", backend)
         self.devices = devices
         cluster = ray.cluster_resources()
         options = slot_options(backend, cluster, device_resources)
