@@ -199,8 +199,7 @@ def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
 def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend, Space]:
     """The settings' problem, backend and (restricted) space, refused with an input error when the
     target cannot take it: no generator for the op or dtype, a space restriction naming an unknown
-    parameter or value, or (measured here, by the local executor) data larger than this machine's
-    memory. A Ray cluster's nodes answer for their own memory."""
+    parameter or value, or data larger than the memory they would be run in (`Backend.too_big`)."""
     problem = problem_of(settings)
     target = get_target(settings.target)
     backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
@@ -211,7 +210,7 @@ def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> t
             raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
                                            f"allowed there: {', '.join(others)}")
         raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
-    too_big = backend.too_big(problem) if settings.executor == "local" else None
+    too_big = backend.too_big(problem, here=settings.executor == "local")
     if too_big:
         raise ForgeInputError("shape", too_big)
     return problem, backend, backend.space(problem).restrict(settings.space)

@@ -6,6 +6,7 @@ from forge.backends import get_backend
 from forge.backends.cuda.model import unfused_time
 from forge.errors import ForgeInputError
 from forge.ops import get_op
+from forge.problem import Problem
 from forge.targets import get_target
 from forge.backends.base import Artifact
 from forge.variant import Variant
@@ -17,9 +18,32 @@ def test_all_cuda_targets_load_with_sources():
     for name in ("a100", "h100", "h200", "b200", "rtx4090", "l40s"):
         t = get_target(name)
         assert t.kind == "cuda" and t.peak("bfloat16") > t.peak("float32") > 0 and t.memory_bandwidth > 0
-        assert {"peak_flops", "memory_bandwidth", "details.sms"} <= set(t.sources)
+        numbers = {f"details.{k}" for k, v in t.details.items() if isinstance(v, (int, float))}
+        assert {"peak_flops", "memory_bandwidth", *numbers} <= set(t.sources), numbers - set(t.sources)
         be = get_backend(name, measure="model")
         assert be.arch.sms == t.details["sms"]
+
+
+def test_a_shape_the_gpu_cannot_hold_is_refused_before_anything_runs(tmp_path):
+    """Measured or modeled, on any executor: the inputs, output and the harness's flush buffer
+    against the target's memory, named in the error."""
+    from forge.config import TuneSettings
+    from forge.tuner import checked_problem
+
+    be = get_backend("h100", measure="model")
+    assert be.too_big(Problem("softmax", {"M": 4096, "N": 4096}, "float16")) is None
+    huge = Problem("softmax", {"M": 1 << 20, "N": 1 << 16}, "float16")      # 2 x 128 GiB
+    assert "256.2 GiB of GPU memory" in be.too_big(huge, here=False) and "h100 target has 80.0 GiB" in be.too_big(huge)
+    assert "L2 flush buffer" in be.too_big(huge)
+    npu = get_backend("ascend910b4", measure="model")        # 32 GiB of HBM; no flush buffer
+    assert npu.too_big(Problem("softmax", {"M": 1 << 16, "N": 1 << 16}, "float16")) is None
+    assert "64.0 GiB of NPU memory (inputs and output in float16); the ascend910b4 target has 32.0 GiB" in \
+        npu.too_big(Problem("softmax", {"M": 1 << 18, "N": 1 << 16}, "float16"))
+    settings = TuneSettings(op="softmax", target="h100", measure="model", executor="ray",
+                            shape={"M": 1 << 20, "N": 1 << 16}, dtype="float16", out=str(tmp_path / "r"))
+    with pytest.raises(ForgeInputError, match="shape: .*80.0 GiB"):
+        checked_problem(settings)
+    assert not (tmp_path / "r").exists()
 
 
 def test_attention_space_rejects_by_reason_and_differs_per_target():

@@ -64,9 +64,9 @@ def test_spec_lists_buffers_and_launches_in_order(tmp_path):
     spec = hx.write_spec(plan, Path("/c.cubin"), tmp_path, {"x": np.ones(4, np.float32)}, "float32",
                          warmup=3, iters=7, trials=2)
     lines = spec.read_text().splitlines()
-    assert lines[:5] == ["cubin /c.cubin", "warmup 3", "iters 7", "trials 2", "flush 0"]
-    assert lines[5] == f"buffer x in 16 {tmp_path / 'x.bin'}" and lines[7] == "buffer ws scratch 64"
-    assert lines[8] == "launch k1 2 1 1 128 1 1 1024 buf:x buf:ws"
+    assert lines[:6] == ["cubin /c.cubin", "warmup 3", "iters 7", "trials 2", "flush 0", f"flush_min {256 << 20}"]
+    assert lines[6] == f"buffer x in 16 {tmp_path / 'x.bin'}" and lines[8] == "buffer ws scratch 64"
+    assert lines[9] == "launch k1 2 1 1 128 1 1 1024 buf:x buf:ws"
     assert (tmp_path / "x.bin").read_bytes() == np.ones(4, np.float32).tobytes()
     with pytest.raises(ValueError):
         hx.write_spec(plan, Path("/c.cubin"), tmp_path, {"x": np.ones(3, np.float32)}, "float32",

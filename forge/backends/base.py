@@ -9,6 +9,7 @@
 from __future__ import annotations
 
 import hashlib
+import math
 from abc import ABC, abstractmethod
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -123,10 +124,32 @@ class Backend(ABC):
         """None when the problem can be tuned here, else the reason it cannot."""
         return None
 
-    def too_big(self, problem: Problem) -> str | None:
-        """None when the problem's data fit in the memory this backend runs it in here, else why:
-        a shape a digit too long would otherwise fail every variant, one by one."""
-        return None
+    def too_big(self, problem: Problem, here: bool = True) -> str | None:
+        """None when the problem's data fit in the memory they are run in, else why: a shape a digit
+        too long would otherwise fail every variant, one by one. `here`: whether the variants run
+        on this machine (the local executor); a Ray node answers for its own host memory.
+
+        Here: the target device's memory (`details.memory_bytes`), measured or modeled and on any
+        executor, since a time for a problem the device cannot hold would describe nothing."""
+        have = self.target.details.get("memory_bytes")
+        if not have or not self.device_resource:
+            return None
+        from forge.ops import get_op
+        from forge.ops.base import DTYPE_BYTES
+
+        op = get_op(problem.op)
+        n = sum(math.prod(s.shape) for s in op.inputs(problem)) + math.prod(op.output(problem).shape)
+        extra, extra_is = self.device_overhead()
+        need = n * DTYPE_BYTES[problem.dtype] + extra
+        if need <= have:
+            return None
+        return (f"{problem.short()} needs about {gib(need)} of {self.device_resource} memory (inputs and output "
+                f"in {problem.dtype}{', and ' + extra_is if extra else ''}); the {self.target.name} target has "
+                f"{gib(have)}")
+
+    def device_overhead(self) -> tuple[int, str]:
+        """Device memory a measurement takes beyond the problem's data, and what it is."""
+        return 0, ""
 
     def check(self, variant: Variant) -> Verdict:
         sp = self.space(variant.problem)
@@ -175,3 +198,8 @@ class Backend(ABC):
 
     def toolchain(self) -> str:
         return ""
+
+
+def gib(n: int) -> str:
+    """A byte count as a user reads memory sizes."""
+    return f"{n / 1024 ** 3:,.1f} GiB"

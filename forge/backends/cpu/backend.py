@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
+from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source, gib
 from forge.backends.cpu import hwinfo
 from forge.backends.cpu.build import build_source, compiler_version
 from forge.backends.cpu.runner import run_executable
@@ -45,8 +45,8 @@ class CpuBackend(Backend):
             return f"no CPU generator for {problem.op!r} (have: {', '.join(cgen.spaces.SPACES)})"
         return None
 
-    def too_big(self, problem: Problem) -> str | None:
-        if self.measure == "model":   # nothing is run
+    def too_big(self, problem: Problem, here: bool = True) -> str | None:
+        if self.measure == "model" or not here:   # nothing is run, or not on this machine
             return None
         op = get_op(problem.op)
         n_in = sum(math.prod(s.shape) for s in op.inputs(problem))
@@ -57,9 +57,9 @@ class CpuBackend(Backend):
         have = hwinfo.available_memory_bytes()
         if have is None or need <= have:
             return None
-        return (f"{problem.short()} needs about {_gib(need)} of memory to run and check each variant "
+        return (f"{problem.short()} needs about {gib(need)} of memory to run and check each variant "
                 f"(inputs and output in float32, held by forge and by the kernel); this machine has "
-                f"{_gib(have)} available")
+                f"{gib(have)} available")
 
     def resources(self, variant: Variant) -> dict[str, Any]:
         p, c = variant.problem, variant.config
@@ -188,6 +188,3 @@ class CpuBackend(Backend):
     def toolchain(self) -> str:
         return f"{compiler_version(self.compiler)} {' '.join(self.flags)}"
 
-
-def _gib(n: int) -> str:
-    return f"{n / 1024 ** 3:,.1f} GiB"

@@ -76,6 +76,9 @@ class CudaBackend(Backend):
             raise ForgeInputError("op", f"{problem.short()} on {self.target.name}: {why}")
         return for_op(problem.op).space(problem, self.arch)
 
+    def device_overhead(self) -> tuple[int, str]:
+        return hx.flush_bytes(self.arch.l2_bytes), "the timing harness's L2 flush buffer"
+
     def plan(self, variant: Variant) -> Plan:
         key = variant.key()
         if key not in self._plans:

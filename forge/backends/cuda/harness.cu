@@ -4,7 +4,7 @@
 // Any failure prints {"ok":false,"stage":...,"error":...} and exits non-zero.
 //
 // Spec file (one directive per line):
-//   cubin PATH | warmup N | iters N | trials N | flush BYTES (0 = max(256 MiB, 2 x L2))
+//   cubin PATH | warmup N | iters N | trials N | flush BYTES (0 = max(flush_min, 2 x L2)) | flush_min BYTES
 //   buffer NAME in BYTES PATH | buffer NAME out BYTES PATH | buffer NAME scratch BYTES
 //   launch KERNEL GX GY GZ BX BY BZ SMEM ARG...   (ARG: buf:NAME | null | i32:V | f32:V)
 // Usage: forge_harness SPEC      or      forge_harness --probe
@@ -49,7 +49,7 @@ int main(int argc, char** argv) {
   }
   std::ifstream in(argv[1]);
   if (!in) fail("spec", std::string("cannot read ") + argv[1]);
-  std::string cubin; int warmup = 10, iters = 50, trials = 3; size_t flush = 0;
+  std::string cubin; int warmup = 10, iters = 50, trials = 3; size_t flush = 0, flush_min = 0;
   std::vector<Buf> bufs; std::vector<Launch> launches; std::map<std::string, size_t> by_name;
   std::string line;
   while (std::getline(in, line)) {
@@ -60,6 +60,7 @@ int main(int argc, char** argv) {
     else if (kw == "iters") ss >> iters;
     else if (kw == "trials") ss >> trials;
     else if (kw == "flush") ss >> flush;
+    else if (kw == "flush_min") ss >> flush_min;
     else if (kw == "buffer") { Buf b; ss >> b.name >> b.kind >> b.bytes; if (b.kind != "scratch") ss >> b.path;
                                by_name[b.name] = bufs.size(); bufs.push_back(b); }
     else if (kw == "launch") { Launch l; ss >> l.kernel >> l.grid.x >> l.grid.y >> l.grid.z >> l.block.x >> l.block.y
@@ -135,8 +136,8 @@ int main(int argc, char** argv) {
     std::ofstream f(b.path, std::ios::binary); f.write(host.data(), b.bytes);
     if (!f) fail("write_output", "cannot write " + b.path);
   }
-  // 2. timing: L2 flush (memset of max(256 MiB, 2 x L2)) before every timed launch (cuda.md §5.2)
-  if (flush == 0) flush = std::max<size_t>(256u << 20, 2 * (size_t)prop.l2CacheSize);
+  // 2. timing: L2 flush (memset of max(flush_min, 2 x L2)) before every timed launch (cuda.md §5.2)
+  if (flush == 0) flush = std::max<size_t>(flush_min, 2 * (size_t)prop.l2CacheSize);
   void* fl; CK("malloc_flush", cudaMalloc(&fl, flush));
   cudaEvent_t e0, e1; CK("event", cudaEventCreate(&e0)); CK("event", cudaEventCreate(&e1));
   for (int i = 0; i < warmup; ++i) { CK("flush", cudaMemsetAsync(fl, i & 0xFF, flush, st)); run_all(); }

@@ -20,6 +20,14 @@ from forge.backends.cuda.nvcc import nvcc_path, nvcc_version
 from forge.generators.cuda.plan import Plan
 
 SOURCE = Path(__file__).parent / "harness.cu"
+# The L2 flush before every timed launch is a memset of max(this, 2 x the device's L2): 256 MiB, as
+# FlashInfer-Bench and SOL-ExecBench flush, is about twice the largest L2 (cuda.md §5.2).
+FLUSH_MIN_BYTES = 256 << 20
+
+
+def flush_bytes(l2_bytes: int) -> int:
+    """The harness's flush buffer on a device with this L2 (harness.cu, `flush 0`)."""
+    return max(FLUSH_MIN_BYTES, 2 * l2_bytes)
 
 
 def harness_path(cache_dir: Path) -> Path:
@@ -81,7 +89,8 @@ def spec_files(plan: Plan, cubin: Path, folder: Path, inputs: dict[str, np.ndarr
                warmup: int, iters: int, trials: int, flush: int = 0) -> tuple[str, dict[str, bytes]]:
     """The harness spec (buffers and launches in order, paths under `folder`) and the input files
     it names, by file name."""
-    lines = [f"cubin {cubin}", f"warmup {warmup}", f"iters {iters}", f"trials {trials}", f"flush {flush}"]
+    lines = [f"cubin {cubin}", f"warmup {warmup}", f"iters {iters}", f"trials {trials}", f"flush {flush}",
+             f"flush_min {FLUSH_MIN_BYTES}"]
     files = {}
     for b in plan.buffers:
         if b.kind == "in":

@@ -10,11 +10,12 @@ import sys
 from typing import Any
 
 from forge.backends.base import Measurement
+from forge.backends.cuda.harness import FLUSH_MIN_BYTES
 from forge.problem import Problem
 
 _SCRIPT = r'''
 import json, sys, torch, torch.nn.functional as F
-p = json.loads(sys.argv[1]); reps = int(sys.argv[2])
+p = json.loads(sys.argv[1]); reps = int(sys.argv[2]); flush_min = int(sys.argv[3])
 dt = {"float16": torch.float16, "bfloat16": torch.bfloat16, "float32": torch.float32}[p["dtype"]]
 s, a = p["shape"], p["attrs"]; g = torch.Generator(device="cuda").manual_seed(p["seed"])
 r = lambda *sh: torch.randn(*sh, device="cuda", dtype=dt, generator=g)
@@ -54,7 +55,7 @@ elif p["op"] == "swiglu":
     x = r(s["M"], 2 * s["N"]); xa, xb = x.chunk(2, -1)
     fns["vendor"] = ("torch silu(a) * b (no fused SwiGLU in torch)", lambda: F.silu(xa) * xb)
     fns["unfused"] = ("torch eager sigmoid, mul, mul", lambda: torch.sigmoid(xa) * xa * xb)
-cache = torch.empty(max(256 << 20, 2 * torch.cuda.get_device_properties(0).L2_cache_size), dtype=torch.int8, device="cuda")
+cache = torch.empty(max(flush_min, 2 * torch.cuda.get_device_properties(0).L2_cache_size), dtype=torch.int8, device="cuda")
 out = []
 for name, (label, fn) in fns.items():
     for _ in range(10): fn()
@@ -71,7 +72,7 @@ def measure_torch(p: Problem, *, seed: int, reps: int, timeout: float) -> list[t
     """[(name, label, Measurement)], empty when torch (with CUDA) is not importable."""
     spec = json.dumps({"op": p.op, "shape": p.shape, "dtype": p.dtype, "attrs": p.attrs, "seed": seed})
     try:
-        r = subprocess.run([sys.executable, "-c", _SCRIPT, spec, str(max(5, reps))], capture_output=True,
+        r = subprocess.run([sys.executable, "-c", _SCRIPT, spec, str(max(5, reps)), str(FLUSH_MIN_BYTES)], capture_output=True,
                            text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return []
