@@ -426,3 +426,18 @@ def test_search_efficiency_bad_reference_or_targets_are_usage_errors(args, needl
     with pytest.raises(SystemExit) as exc:
         efficiency.main([str(write_cache(tmp_path / "toy.json")), "--strategies", "forge", "--no-kt", *args])
     assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_score_is_undefined_when_random_search_surely_finds_a_tied_optimum(tmp_path):
+    """Four points, two tied at the optimum: every 3 of them hold one, so random's expected best is
+    the optimum and the score is 0/0 — printed as "—" with a note, not as a perfect 1."""
+    cache = {f"{x}": {"x": x, "time": t, "compile_time": 1.0, "verification_time": 0, "benchmark_time": 1.0}
+             for x, t in zip((1, 2, 3, 4), (1.0, 1.0, 2.0, 3.0))}
+    doc = {"device_name": "toy", "kernel_name": "tie", "problem_size": [1], "tune_params_keys": ["x"],
+           "tune_params": {"x": [1, 2, 3, 4]}, "objective": "time", "cache": cache}
+    path = tmp_path / "tie.json"
+    path.write_text(json.dumps(doc))
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--budget", "3", "--seeds", "2"])
+    assert res.exit_code == 0, res.output
+    assert "exact random expectation 1.0000" in res.output
+    assert "score         —" in res.output and "already the optimum (tied optima)" in res.output

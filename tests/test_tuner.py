@@ -195,6 +195,26 @@ def _check_replay_export(run: Path, configs) -> None:
     assert len(data.time_s) == 6 and data.n_ok == 2
     assert data.optimum_s == pytest.approx(search["median"].min())
     assert all("build_seconds" in e for e in df[df.phase == "search"]["extra"])
+    assert doc["forge_run"]["time_kind"] == "measured" and "MODELED" not in doc["device_name"]
+
+
+def test_a_modeled_run_replays_and_exports_as_modeled(tmp_path):
+    """Its times are the model's: the exported cache's device name and forge_run say so, and
+    `forge replay` of the run or of the file prints it, so no table takes them for the device's."""
+    from typer.testing import CliRunner
+
+    from forge.backends.replay.from_run import cache_doc_from_run
+    from forge.cli import app
+
+    run = tune(settings(tmp_path, measure="model", trials=4, top_k=0), console=QUIET)
+    doc = cache_doc_from_run(run)
+    assert doc["forge_run"]["time_kind"] == "modeled" and "times MODELED by forge" in doc["device_name"]
+    for source in (run, tmp_path / "space.json"):
+        if source != run:
+            assert CliRunner().invoke(app, ["replay", str(run), "--export", str(source)]).exit_code == 0
+        res = CliRunner().invoke(app, ["replay", str(source), "--budget", "2", "--seeds", "2"])
+        assert res.exit_code == 0, res.output
+        assert "times MODELED by forge" in res.output and "modeled by forge's performance model" in res.output
 
 
 class SubsetBackend(FaultyCpuBackend):

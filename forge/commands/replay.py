@@ -62,6 +62,9 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         typer.echo(f"note: the run evaluated {len(data.time_s)} of the {data.run_valid} valid points of its space; "
                    "the optimum and the scores below are over those points only (a whole-space run: "
                    f"forge tune --sampler random --trials {data.run_valid})", err=True)
+    if data.time_kind != "measured":
+        typer.echo(f"note: the run's times are {data.time_kind} by forge's performance model (its device was "
+                   "missing), not measured: the scores rank strategies on the model's space", err=True)
     if budget >= len(data.time_s):
         typer.echo(f"note: the budget {budget} covers all {len(data.time_s)} valid points: every strategy finds the "
                    "optimum, and the score says nothing", err=True)
@@ -78,7 +81,12 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
                f"exact random expectation {rnd / opt:.4f})")
-    scored = f"{score(mean_best, rnd, opt):.4f}" if rnd > opt else "—     "     # random finds the optimum too: 0/0
+    # random search finds the optimum too (the budget covers the space, or ties): the score is 0/0
+    undefined = rnd <= opt * (1 + 1e-9)
+    if undefined and budget < len(data.time_s):
+        typer.echo(f"note: random search's expected best at budget {budget} is already the optimum (tied optima), "
+                   "so the score says nothing", err=True)
+    scored = "—     " if undefined else f"{score(mean_best, rnd, opt):.4f}"
     typer.echo(f"score         {scored}   ((random - strategy)/(random - optimum); 0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
                f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")
@@ -96,6 +104,9 @@ def _export(source: Path, out: Path) -> None:
     valid = info.get("valid")
     typer.echo(f"wrote {out}: {len(doc['cache'])} configurations"
                + (f" of {valid} valid in the run's space" if valid is not None else ""))
+    if info.get("time_kind", "measured") != "measured":
+        typer.echo(f"note: the times are {info['time_kind']} by forge, not measured; the file's device_name "
+                   "says so", err=True)
     if valid is not None and len(doc["cache"]) < valid:
         typer.echo("note: the run did not evaluate every valid point; the points it skipped are "
                    "infeasible in the replayed space", err=True)

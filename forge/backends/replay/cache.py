@@ -46,6 +46,7 @@ class ReplayData:
     cost_s: np.ndarray        # [n_valid] simulated compile + verify + benchmark seconds
     flat: np.ndarray          # [n_valid] flat Cartesian index of each valid row (sorted)
     run_valid: int | None = None   # a forge run's source: the valid points of its space (it may hold fewer)
+    time_kind: str = "measured"    # a forge run's source: "modeled" or "mixed" where its device was missing
 
     @property
     def name(self) -> str:
@@ -189,5 +190,6 @@ def load_cache(path: str | Path) -> ReplayData:
     time_s = np.array([rows[f][0] for f in flat], dtype=float)
     status = np.array([rows[f][1] for f in flat], dtype=object)
     cost_s = np.array([rows[f][2] for f in flat], dtype=float)
+    run = doc.get("forge_run") or {}
     return ReplayData(path, str(doc.get("kernel_name", "")), str(doc.get("device_name", "")),
-                      space, enum, time_s, status, cost_s, flat, (doc.get("forge_run") or {}).get("valid"))
+                      space, enum, time_s, status, cost_s, flat, run.get("valid"), str(run.get("time_kind", "measured")))

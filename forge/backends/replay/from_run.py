@@ -10,7 +10,8 @@ gives one cache entry — `time` is the median in ms for an `ok` record, Kernel 
 marker for a compile error, crash, hang or wrong result, and absent for an `invalid` one (a point
 a constraint rejects is infeasible, as in the cache format). `compile_time` is the record's
 `build_seconds` where the run kept it (0 for a cache hit, and for runs made before it was kept),
-`benchmark_time` the sum of its timed repetitions.
+`benchmark_time` the sum of its timed repetitions. A run whose times were modeled (no device)
+says so in `device_name` and `forge_run.time_kind`.
 """
 from __future__ import annotations
 
@@ -43,6 +44,7 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     df = load(run_dir)
     df = df[df["phase"] == "search"]
     cache: dict[str, dict[str, Any]] = {}
+    kinds = set(df.loc[df["status"] == "ok", "time_kind"])
     for rec in df.itertuples(index=False):
         if rec.status == "invalid":
             continue
@@ -61,8 +63,13 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     if not cache:
         raise ForgeInputError("run", f"{run_dir}: the run has no search records to replay")
     problem = meta["problem"]
+    # Where the target's device was missing the times are the model's: said in the device name,
+    # which is what Kernel Tuner and every table built from the file show.
+    time_kind = "measured" if kinds <= {"measured"} else "modeled" if kinds == {"modeled"} else "mixed"
+    device = meta["target"]["description"]
     return {
-        "device_name": meta["target"]["description"],
+        "device_name": device if time_kind == "measured" else f"{device}; times {time_kind.upper()} by forge, "
+                                                              "not measured on it",
         "kernel_name": f"forge {problem['op']} {problem['dtype']}",
         "problem_size": list(problem["shape"].values()),   # Kernel Tuner's form: the sizes, in order
         "tune_params_keys": keys,
@@ -70,7 +77,7 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
         "objective": "time",
         "cache": cache,
         "forge_run": {"run_id": meta.get("run_id"), "valid": meta["space"].get("valid"),
-                      "measured": len(cache), "problem": problem},
+                      "evaluated": len(cache), "time_kind": time_kind, "problem": problem},
     }
 
 
