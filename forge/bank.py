@@ -5,8 +5,12 @@ result that beats it: a measured time beats any modeled one, a modeled time neve
 measured one, and within one kind the lower median wins. The banked config timed again takes its
 latest time, whichever way it moved: a run offers the time its leaderboard ranks by (the final
 re-measure where there is one), and keeping the lowest time ever seen would keep the luckiest draw.
-`forge tune` asks `bank_lookup` first (a hit skips the search) and offers its records to
-`bank_offer` at the end. The key includes the
+`forge tune` asks `bank_lookup` first and offers its records to `bank_offer` at the end. A hit
+skips the search only when the entry stands for at least the search the run asks for: each entry
+records `searched`, the most variants a search of the whole space that banked or confirmed it
+evaluated (the whole space's valid count where a search covered it). A run asking for more trials,
+or an entry found in a restricted space (`--space`, searched 0), makes the banked config the first
+one measured and the search runs. The key includes the
 problem's attrs (causal, eps, ...) because they change the kernel.
 
 Each entry records the fingerprint of the code that made it (the target's backend, model and
@@ -50,6 +54,8 @@ class Bank:
         columns = {r["name"] for r in self.conn.execute("PRAGMA table_info(entries)")}
         if "code" not in columns:                 # a bank written before entries recorded their code
             self.conn.execute("ALTER TABLE entries ADD COLUMN code TEXT NOT NULL DEFAULT ''")
+        if "searched" not in columns:             # ... or the search behind them: none is assumed
+            self.conn.execute("ALTER TABLE entries ADD COLUMN searched INTEGER NOT NULL DEFAULT 0")
 
     def close(self) -> None:
         self.conn.close()
@@ -86,19 +92,23 @@ class Bank:
         old = self.get(key)
         retimed = (retime and old is not None and entry["config"] == old["config"] and same_standing(entry, old)
                    and float(entry["median"]) != float(old["median"]))
+        # the two searches together stand for at least the deeper one
+        searched = max(int(entry.get("searched") or 0), int(old.get("searched") or 0) if old else 0)
         if old is not None and not retimed and not replaces(entry, old):
+            if searched > int(old.get("searched") or 0):   # a deeper search found nothing faster
+                self.conn.execute("UPDATE entries SET searched = ? WHERE key = ?", (searched, key))
             return "kept"
         # the banked config itself, now measured (it was modeled) or made by this forge's code: its time
         # is replaced, not beaten by a faster config
         retimed = retimed or (old is not None and entry["config"] == old["config"])
         self.conn.execute("INSERT OR REPLACE INTO entries (key, op, target, shape, dtype, attrs, config, median, "
-                          "time_kind, source, updated, code) VALUES (?,?,?,?,?,?,?,?,?,?,?,?)",
+                          "time_kind, source, updated, code, searched) VALUES (?,?,?,?,?,?,?,?,?,?,?,?,?)",
                           (key, entry["op"], entry["target"], json.dumps(entry["shape"], sort_keys=True),
                            entry["dtype"], json.dumps(entry.get("attrs") or {}, sort_keys=True),
                            json.dumps(entry["config"], sort_keys=True), float(entry["median"]),
                            entry.get("time_kind", "measured"), entry.get("source", ""),
                            entry.get("updated") or time.time(),
-                           entry.get("code", "")))
+                           entry.get("code", ""), searched))
         return "added" if old is None else "retimed" if retimed else "updated"
 
 
@@ -147,15 +157,16 @@ def bank_unusable(path: str | Path | None = None) -> str | None:
     return None
 
 
-def bank_lookup(problem: Problem, target: str, path: str | Path | None = None) -> tuple[dict, float, str] | None:
-    """(config, median seconds, time_kind) of the best known variant, or None (nothing banked, or a
-    stale entry: see bank_stale); counts hits/misses."""
+def bank_lookup(problem: Problem, target: str,
+                path: str | Path | None = None) -> tuple[dict, float, str, int] | None:
+    """(config, median seconds, time_kind, searched) of the best known variant, or None (nothing
+    banked, or a stale entry: see bank_stale); counts hits/misses."""
     with Bank(path) as bank:
         e = _entry(bank, problem, target)
         if e is not None and not is_current(e):
             e = None
         bank.bump("hits" if e else "misses")
-        return (e["config"], e["median"], e["time_kind"]) if e else None
+        return (e["config"], e["median"], e["time_kind"], int(e.get("searched") or 0)) if e else None
 
 
 def bank_stale(problem: Problem, target: str, path: str | Path | None = None) -> bool:
@@ -189,10 +200,11 @@ def bank_neighbours(problem: Problem, target: str, k: int = 3,
     return [c for _, c in sorted(near, key=lambda x: x[0])[:k]]
 
 
-def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[str, int]:
+def bank_offer(records: Iterable[Any], path: str | Path | None = None, searched: int = 0) -> dict[str, int]:
     """Offer ok records (forge.results.Record): per problem the one its leaderboard ranks first (the
     best final re-measure, where the run has one; else the best search time), kept if it beats the
-    bank or re-times the banked config."""
+    bank or re-times the banked config. `searched`: the depth of the run's search (see the module
+    docstring)."""
     ok = [r for r in records
           if getattr(r, "status", None) == "ok" and r.median is not None and r.phase in ("search", "final")]
     remeasured = {Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) for r in ok if r.phase == "final"}
@@ -203,7 +215,7 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None) -> dict[s
             continue
         cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
                 "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id,
-                "code": target_code(r.target)}
+                "code": target_code(r.target), "searched": searched}
         if k not in best or beats(cand, best[k]):
             best[k] = cand
     return offer_entries(best.values(), path, retime=True)
@@ -295,6 +307,9 @@ def check_entry(e: Any, where: str) -> None:
     median = e["median"]
     if isinstance(median, bool) or not isinstance(median, (int, float)) or not math.isfinite(median) or median <= 0:
         raise ForgeInputError(f"{where}.median", f"must be a positive number of seconds, got {median!r}")
+    searched = e.get("searched", 0)
+    if isinstance(searched, bool) or not isinstance(searched, int) or searched < 0:
+        raise ForgeInputError(f"{where}.searched", f"must be a whole number of variants >= 0, got {searched!r}")
     if e.get("time_kind", "measured") not in KIND_RANK:
         raise ForgeInputError(f"{where}.time_kind", f"{e.get('time_kind')!r}; allowed: {', '.join(KIND_RANK)}")
     if not isinstance(e["config"], dict):

@@ -85,7 +85,8 @@ class Context:
     since_improvement: int = 0
     bank: bool = False              # settings.bank, and the bank could be opened
     measured: bool = False          # times are measured here (run.json "measured")
-    banked_modeled: dict[str, Any] | None = None   # the bank's config, chosen by the model: measured first
+    banked_first: dict[str, Any] | None = None     # the bank's config, not an answer to this run: measured first
+    search_depth: int = 0           # what the bank records of this run's search (forge.bank "searched")
 
 
 def problem_of(settings: TuneSettings) -> Problem:
@@ -363,7 +364,15 @@ def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
         # A modeled time says nothing a measurement would: the config is a warm start, not an answer.
         ctx.console.print("tuning bank: the banked config was chosen by the model, not measured; searching, "
                           "with it measured first")
-        ctx.banked_modeled = config
+        ctx.banked_first = config
+        return None
+    asked = min(ctx.settings.trials, len(enum))
+    if hit[3] < asked:
+        # A shallower search (or one of a restricted space) does not answer a deeper one.
+        behind = (f"a search of {_variants(hit[3])}" if hit[3] else "a search of a restricted space (--space)")
+        ctx.console.print(f"tuning bank: the banked config ({fmt_seconds(hit[1])}, {hit[2]}) comes from {behind}, "
+                          f"less than this run's {asked}; searching, with it measured first")
+        ctx.banked_first = config
         return None
     ctx.console.print(f"[green]tuning bank hit[/green]: {escape(config_text(config))} ({fmt_seconds(hit[1])}, "
                       f"{hit[2]}); search skipped (--no-bank searches anyway)")
@@ -376,7 +385,7 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
         return []
     names = set(strategy.space.names)
     seen, warm = set(), []
-    own = [ctx.banked_modeled] if ctx.banked_modeled else []
+    own = [ctx.banked_first] if ctx.banked_first else []
     for cfg in own + bank_neighbours(ctx.problem, ctx.backend.target.name):
         key = json.dumps(cfg, sort_keys=True)
         if set(cfg) == names and key not in seen and strategy.contains(cfg):
@@ -463,7 +472,21 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
             _note_result(ctx, rec)
             progress.update(ctx, rec)
         final_reason = stop_reason() or ("space exhausted" if exhausted else "done")
+    ctx.search_depth = _search_depth(ctx, final_reason, len(enum))
     ctx.console.print(f"search stopped ({final_reason}) after {_variants(ctx.evaluated)}")
+
+
+def _search_depth(ctx: Context, reason: str, valid: int) -> int:
+    """The search the bank may credit this run with: none for a restricted space or a bank hit,
+    the whole space where the search covered it, the trials asked for where it ran to them or
+    judged it had converged (patience), else what it evaluated (a time budget)."""
+    if ctx.settings.space or reason == "bank hit":
+        return 0
+    if reason == "space exhausted":
+        return valid
+    if reason in ("trials", "patience"):
+        return min(ctx.settings.trials, valid)
+    return ctx.evaluated
 
 
 def _final(ctx: Context, executor) -> None:
@@ -524,7 +547,7 @@ def _offer_to_bank(ctx: Context) -> None:
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
     if recs:
         try:
-            said = offer_summary(bank_offer(recs))
+            said = offer_summary(bank_offer(recs, searched=ctx.search_depth))
         except BANK_ERRORS as exc:   # the run is complete and recorded; only the bank missed it
             said = f"not updated ({exc}); the run's results are all in {ctx.run_dir}"
         ctx.console.print(f"tuning bank: {escape(said)} ({escape(str(bank_path()))})")

@@ -35,7 +35,7 @@ def test_only_a_better_result_replaces_the_entry(bank):
     assert bank_lookup(P, "cpu") is None
     assert bank_offer([rec(5e-6), rec(3e-6), rec(1e-6, status="incorrect")]) == {
         "added": 1, "updated": 0, "retimed": 0, "kept": 0}
-    assert bank_lookup(P, "cpu") == ({"tile": 3e-6}, 3e-6, "measured")          # best ok record, failures ignored
+    assert bank_lookup(P, "cpu") == ({"tile": 3e-6}, 3e-6, "measured", 0)          # best ok record, failures ignored
     assert bank_offer([rec(4e-6)]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}   # worse never replaces
     assert bank_lookup(P, "cpu")[1] == 3e-6
     assert bank_offer([rec(2e-6, phase="final")]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0}
@@ -45,7 +45,7 @@ def test_only_a_better_result_replaces_the_entry(bank):
     q = get_op("softmax").problem({"M": 64, "N": 256}, "float32")
     bank_offer([rec(1e-6, kind="modeled", problem=q)])
     assert bank_offer([rec(9e-6, problem=q)])["updated"] == 1
-    assert bank_lookup(q, "cpu") == ({"tile": 9e-6}, 9e-6, "measured")
+    assert bank_lookup(q, "cpu") == ({"tile": 9e-6}, 9e-6, "measured", 0)
     assert bank_lookup(P, "h100") is None                                         # per target
     with Bank() as b:
         c = b.counters()
@@ -58,9 +58,9 @@ def test_a_run_banks_the_time_its_leaderboard_ranks_by_and_a_banked_config_timed
     cfg = {"tile": 4}
     assert bank_offer([rec(1e-6, config=cfg), rec(1.5e-6, config=cfg, phase="final"),
                        rec(1.2e-6, config={"tile": 8})])["added"] == 1
-    assert bank_lookup(P, "cpu") == (cfg, 1.5e-6, "measured")         # the re-measure, not the lucky 1e-6
+    assert bank_lookup(P, "cpu") == (cfg, 1.5e-6, "measured", 0)         # the re-measure, not the lucky 1e-6
     counts = bank_offer([rec(1.8e-6, config=cfg, phase="final")])
-    assert counts["retimed"] == 1 and bank_lookup(P, "cpu") == (cfg, 1.8e-6, "measured")
+    assert counts["retimed"] == 1 and bank_lookup(P, "cpu") == (cfg, 1.8e-6, "measured", 0)
     assert offer_summary(counts) == "entry's config timed again: its time updated"
     assert bank_offer([rec(1.9e-6, config={"tile": 2})])["kept"] == 1  # another config must still beat it
 
@@ -155,6 +155,37 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     assert any(line.startswith("served by the tuning bank") for line in headline(build_leaderboard(run)))
 
 
+def test_a_hit_skips_only_a_search_no_deeper_than_the_one_behind_the_entry(bank, tmp_path):
+    """A config found in a restricted space (--space) or by fewer trials than a run asks for does
+    not answer it: the run searches, the banked config measured first, and the entry then stands
+    for the deeper search, which a later run of that depth is served by."""
+    from forge import tuner
+    from forge.config import TuneSettings
+    from forge.results import Store
+
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0)
+
+    def run(name, **more):
+        con = Console(record=True, width=200, file=open(os.devnull, "w"))
+        folder = tuner.tune(TuneSettings(**kw, **more, out=tmp_path / name), console=con)
+        return con.export_text(), json.loads((folder / "run.json").read_text())["evaluated"], folder
+
+    text, n, _ = run("narrow", trials=2, space={"threads": 1})
+    assert "new entry added" in text and bank_lookup(P, "cpu")[3] == 0          # a restricted space: no depth
+    narrow_best = bank_lookup(P, "cpu")[0]
+    text, n, folder = run("wide", trials=3)
+    assert "comes from a search of a restricted space (--space), less than this run's 3; searching" in text
+    assert n == 3 and min(Store.for_run(folder).records(phase="search"), key=lambda r: r.trial).config == narrow_best
+    assert bank_lookup(P, "cpu")[3] == 3
+    text, n, _ = run("deeper", trials=5)
+    assert "comes from a search of 3 variants, less than this run's 5; searching" in text and n == 5
+    assert bank_lookup(P, "cpu")[3] == 5
+    text, n, _ = run("again", trials=5)
+    assert "search skipped" in text and n == 1 and bank_lookup(P, "cpu")[3] == 5   # served; depth kept
+    text, n, _ = run("fewer", trials=2)
+    assert "search skipped" in text and n == 1
+
+
 def test_a_config_the_model_chose_is_measured_first_by_a_measuring_run_not_served(bank, tmp_path):
     """A modeled time says nothing a measurement would: on a machine that measures, the bank's
     modeled config starts the search; the measured result then takes its place as the same config
@@ -221,7 +252,7 @@ def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypa
     assert offer_entries([old]) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0}
     assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
     assert bank_offer([rec(5e-6)]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0}  # slower, but current
-    assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured") and not bank_stale(P, "cpu")
+    assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured", 0) and not bank_stale(P, "cpu")
     assert offer_entries([old]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}  # stale never replaces current
     with Bank() as b:
         assert b.entries()[0]["code"] == target_code("cpu") != old["code"]

@@ -41,8 +41,10 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
         rows.append((e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
                      ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
                      config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],
+                     str(e["searched"]) if e["searched"] else "—",
                      "current" if is_current(e) else "stale (other generator/model version)"))
-    print_fitted(console, ("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "code"), rows,
+    print_fitted(console, ("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "searched",
+                           "code"), rows,
                  keys=("op", "target", "shape", "dtype"), wrap=("config", "code"), title=str(bank_path()))
     console.print("since the bank was made: " + ", ".join(f"{k} {v}" for k, v in counters.items()))
 
