@@ -37,3 +37,43 @@ def test_ray_address_in_the_environment_leaves_a_local_run_local(tmp_path):
     assert res.returncode == 0, res.stderr[-2000:]
     assert "ray:" not in res.stderr and "--ray-address" not in res.stderr
     assert Store.for_run(out).count() >= 1
+
+
+def test_a_run_killed_outright_leaves_its_folder_free_to_resume(tmp_path):
+    """SIGKILL gives forge no chance to clean up: its build workers must neither keep the folder's
+    lock (they close their copy at fork) nor live on (they die with their parent)."""
+    import signal
+    import time
+
+    from forge.results.lock import folder_holder
+
+    out = tmp_path / "run"
+    proc = subprocess.Popen([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=64,N=128",
+                             "--trials", "40", "--sampler", "random", "--no-bank", "--out", str(out)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                            env={**os.environ, "FORGE_BANK": os.devnull})
+    try:
+        deadline = time.monotonic() + 120
+        while not ((out / "forge.sqlite").exists() and Store.for_run(out).records(phase="search")):
+            assert time.monotonic() < deadline, "the run recorded no variant in 120 s"
+            time.sleep(0.2)
+        workers = subprocess.run(["pgrep", "-P", str(proc.pid)], capture_output=True, text=True).stdout.split()
+        assert workers, "the build pool has no workers to test with"
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        time.sleep(1.0)
+        assert folder_holder(out) is None
+        alive = [w for w in workers if _running(w)]
+        assert not alive, f"build workers outlived their parent: {alive}"
+    finally:
+        proc.kill()
+    res = forge_cli("tune", "--resume", str(out), "--trials", "3")
+    assert res.returncode == 0 and "resuming:" in res.stderr + res.stdout, res.stderr[-2000:]
+
+
+def _running(pid: str) -> bool:
+    try:
+        with open(f"/proc/{pid}/status") as fh:
+            return not any(line.startswith("State:") and "Z" in line.split()[1] for line in fh)
+    except OSError:
+        return False

@@ -139,3 +139,20 @@ def _worker_signals() -> None:
     back (the CLI turns it into an interrupt in the parent): the pool stops a worker with it."""
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    _die_with_parent()
+
+
+def _die_with_parent() -> None:
+    """A worker outlives a parent killed by SIGKILL, waiting on its task pipe forever; Linux can
+    send it SIGKILL when the parent goes (prctl PR_SET_PDEATHSIG). Elsewhere nothing is done."""
+    if platform.system() != "Linux":
+        return
+    import ctypes
+
+    pr_set_pdeathsig = 1
+    try:
+        ctypes.CDLL(None, use_errno=True).prctl(pr_set_pdeathsig, int(signal.SIGKILL), 0, 0, 0)
+    except (OSError, AttributeError):
+        return
+    if os.getppid() == 1:          # the parent died before the call: nothing would signal us
+        os._exit(1)

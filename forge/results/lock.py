@@ -4,7 +4,8 @@ Two processes writing one folder (a `--resume` started while the run still goes,
 command in two terminals) would both spend the budget and interleave their records. The guard is
 an advisory `flock` on `<folder>/.forge.lock`: the kernel drops it when the holder exits, however
 it exits (SIGKILL and power loss included), so a crashed run never leaves a stale lock behind, and
-`--resume` works at once after any interruption.
+`--resume` works at once after any interruption. Forked children close their copy of the lock's
+descriptor, so a build worker left behind cannot hold the folder.
 """
 from __future__ import annotations
 
@@ -25,6 +26,23 @@ class FolderInUse(ForgeInputError):
 
 
 PATIENCE_S = 1.0   # a reader's probe (folder_holder) holds the lock for microseconds: wait it out
+
+# Descriptors of the locks this process holds. A forked child (a build worker) would share the
+# lock through its copy of the descriptor and keep the folder held after this process died, so
+# children close their copies at once.
+_HELD: set[int] = set()
+
+
+def _close_held_in_child() -> None:
+    for fd in list(_HELD):
+        try:
+            os.close(fd)
+        except OSError:
+            pass
+    _HELD.clear()
+
+
+os.register_at_fork(after_in_child=_close_held_in_child)
 
 
 def _pid(fd: int) -> int | None:
@@ -56,8 +74,10 @@ def folder_lock(folder: Path, field: str) -> Iterator[None]:
                                      "(what it measured is kept, and the folder can be resumed)")
         os.ftruncate(fd, 0)
         os.pwrite(fd, str(os.getpid()).encode(), 0)
+        _HELD.add(fd)
         yield
     finally:
+        _HELD.discard(fd)
         os.close(fd)
 
 
