@@ -495,12 +495,20 @@ def _final(ctx: Context, executor) -> None:
     the machine's speed from lucky search times (forge/results/remeasure.py), and the speedups of the
     re-measured rows then compare times taken at the same speed."""
     s = ctx.settings
-    if s.top_k == 0 or ctx.store.records(phase="final"):
+    if s.top_k == 0:
         return
     ok = [r for r in ctx.store.records(phase="search") if r.status == "ok" and r.median is not None]
     if not ok or not ok[0].time_kind == "measured":
         return
     top = sorted(ok, key=lambda r: r.median)[: s.top_k]
+    done = {r.variant_key for r in ctx.store.records(phase="final")}
+    if done and {r.variant_key for r in top} <= done:
+        return
+    if done:
+        # A finished run extended with more trials found faster variants: its finalists are timed
+        # again together with them, in the same rounds, and the earlier re-measure is superseded.
+        ctx.console.print("the extended search found variants the earlier re-measure did not time; re-measuring "
+                          "the new top together (the earlier re-measure stays in the store, superseded)")
     last_baseline = max((r.timestamp for r in ctx.store.records(phase="baseline")), default=0.0)
     retimed = time.time() - last_baseline > BASELINE_RETIME_AFTER_S
     if retimed:
@@ -518,9 +526,9 @@ def _final(ctx: Context, executor) -> None:
             executor.submit(Job(v, input_seed(v, s.seed, "final"), reps, s.warmup, s.timeout * 3, "final", r.trial))
         for outcome in executor.results():
             runs.setdefault(outcome.job.variant.key(), []).append(outcome)
-    for outcomes in runs.values():
-        if outcomes:
-            ctx.store.add(outcome_record(ctx, pooled(outcomes)))
+    # committed together: an interrupted re-measure is redone whole on resume, so every finalist
+    # is timed in the same rounds
+    ctx.store.add_final([outcome_record(ctx, pooled(outcomes)) for outcomes in runs.values() if outcomes])
     shift = shift_of_records(ctx.store.records())
     if shift is not None and not retimed:
         ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "

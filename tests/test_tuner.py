@@ -421,3 +421,49 @@ def test_resume_refuses_flags_the_run_fixed_and_takes_its_budget_and_place(tmp_p
     done = subprocess.run([*cli, "--trials", "4"], capture_output=True, text=True, timeout=300)
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(_search_rows(run)) == 4
+
+
+def test_an_extended_run_re_measures_its_new_top_together(tmp_path):
+    """`--resume --trials N` on a finished run: when the longer search puts variants the first
+    re-measure did not time into the top k, the new top k is re-measured in the same rounds and
+    leads the leaderboard; the earlier re-measure stays in the database, superseded."""
+    from forge.testing import LaterIsFasterCpuBackend
+
+    backend = LaterIsFasterCpuBackend(get_target("cpu"))
+    first = tune(settings(tmp_path, trials=3, top_k=1), console=QUIET, backend=backend)
+    before = Store.for_run(first).records(phase="final")
+    assert len(before) == 1
+    tune(settings(tmp_path, trials=6, top_k=1), console=QUIET, backend=backend, resume=True)
+    store = Store.for_run(first)
+    search = [r for r in store.records(phase="search") if r.status == "ok"]
+    best = min(search, key=lambda r: r.median)
+    assert best.variant_key != before[0].variant_key and best.trial >= 3
+    finals = store.records(phase="final")
+    assert [r.variant_key for r in finals] == [best.variant_key]
+    assert len(store.records(phase="final", superseded=True)) == 2          # nothing lost
+    lb = build_leaderboard(first)
+    assert lb.rows[0].config == best.config and sum(r.remeasured for r in lb.rows) == 1
+
+
+def test_a_final_re_measure_is_committed_whole(tmp_path):
+    """A re-measure interrupted while its records are written stars none of them."""
+    from forge.results.record import Record
+
+    store = Store(tmp_path / "s.sqlite")
+
+    def rec(key: str, phase: str = "final") -> Record:
+        return Record(run_id="r", variant_key=key, op="softmax", shape={"M": 1}, dtype="float32", target="cpu",
+                      attrs={}, config={"k": key}, status="ok", phase=phase, median=1.0, timings=[1.0])
+
+    class Boom(Record):
+        def to_row(self):
+            raise KeyboardInterrupt
+
+    store.add(rec("a", "search"))
+    with pytest.raises(KeyboardInterrupt):
+        store.add_final([rec("a"), Boom(**{**rec("b").__dict__})])
+    assert store.records(phase="final") == [] and len(store.records()) == 1
+    store.add_final([rec("a"), rec("b")])
+    store.add_final([rec("c")])
+    assert [r.variant_key for r in store.records(phase="final")] == ["c"]
+    assert [r.variant_key for r in store.records(phase="final", superseded=True)] == ["a", "b", "c"]

@@ -12,7 +12,8 @@ if TYPE_CHECKING:
 
 
 def load(run: str | Path) -> "pd.DataFrame":
-    """All records of a run folder as a DataFrame (one row per record, JSON fields decoded)."""
+    """A run folder's records as a DataFrame (one row per record, JSON fields decoded; a final
+    re-measure superseded by a later one is left out, as everywhere: Store.records)."""
     import pandas as pd         # imported here: a quarter of every CLI command's start-up otherwise
 
     path = Path(run)

@@ -1,6 +1,10 @@
 """SQLite store of records and run metadata. Append-only: a record is never updated or deleted.
 
 Each record is committed as soon as it is added, so a killed process loses nothing that finished.
+A final re-measure is the exception: its records are committed together (`add_final`), so no
+leaderboard stars some finalists of a re-measure that did not finish. A later final re-measure
+(a finished run extended with more trials) supersedes an earlier one: the earlier records stay in
+the database and `records(..., superseded=True)` reads them, but the run's results are the latest.
 """
 from __future__ import annotations
 
@@ -14,6 +18,7 @@ from forge.errors import ForgeInputError
 from forge.results.record import Record
 
 STORE_NAME = "forge.sqlite"
+FINAL_FROM = "final_from_id"     # meta: the first record of the final re-measure that counts
 _COLS = [f.name for f in fields(Record) if f.name != "id"]
 _TYPES = {"median": "REAL", "spread": "REAL", "speedup_unfused": "REAL", "speedup_vendor": "REAL",
           "timestamp": "REAL", "trial": "INTEGER"}
@@ -56,14 +61,29 @@ class Store:
         rec.id = int(cur.lastrowid)
         return rec.id
 
-    def records(self, **where: Any) -> list[Record]:
-        return list(self.iter_records(**where))
+    def add_final(self, recs: list[Record]) -> None:
+        """One final re-measure, committed whole; it supersedes any earlier one."""
+        self.conn.execute("BEGIN IMMEDIATE")
+        try:
+            ids = [self.add(r) for r in recs]
+            if ids:
+                self.set_meta(FINAL_FROM, min(ids))
+            self.conn.execute("COMMIT")
+        except BaseException:
+            self.conn.execute("ROLLBACK")
+            raise
 
-    def iter_records(self, **where: Any) -> Iterator[Record]:
-        sql = "SELECT * FROM records"
-        if where:
-            sql += " WHERE " + " AND ".join(f"{k} = ?" for k in where)
-        for row in self.conn.execute(sql + " ORDER BY id", list(where.values())):
+    def records(self, superseded: bool = False, **where: Any) -> list[Record]:
+        return list(self.iter_records(superseded, **where))
+
+    def iter_records(self, superseded: bool = False, **where: Any) -> Iterator[Record]:
+        clauses, args = [f"{k} = ?" for k in where], list(where.values())
+        final_from = None if superseded else self.get_meta(FINAL_FROM)
+        if final_from is not None:
+            clauses.append("(phase != 'final' OR id >= ?)")
+            args.append(final_from)
+        sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(clauses) if clauses else "")
+        for row in self.conn.execute(sql + " ORDER BY id", args):
             yield Record.from_row(dict(row))
 
     def keys(self, phase: str = "search") -> set[str]:
