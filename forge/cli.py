@@ -153,8 +153,17 @@ def tune(
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
     runs, empty = [], []
-    for s in settings:
-        runs.append(tuner.tune(s, console=err))
+    for i, s in enumerate(settings):
+        try:
+            runs.append(_tune_or_continue(s, console=err) if len(settings) > 1 else tuner.tune(s, console=err))
+        except KeyboardInterrupt:
+            left = [f"shapes[{j}]" for j in range(i + 1, len(settings))]
+            if left:
+                again = (f"run the same command again (`--out {Path(settings[0].out).parent}`): tuned shapes are kept and "
+                         "the interrupted one resumes" if settings[0].out else "give --out to make a config's run "
+                         "continuable")
+                err.print(f"not tuned yet: {', '.join(left)}; {again}", highlight=False, markup=False)
+            raise
         if not _print_report(runs[-1]):
             empty.append(runs[-1])
     if len(runs) > 1:                    # a config's shapes side by side at the end
@@ -162,6 +171,28 @@ def tune(
 
         print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {settings[0].op} tuned", out)
     _exit_unless_correct(empty)
+
+
+def _tune_or_continue(settings, console) -> Path:
+    """One shape of a config: a shape folder that already holds its run (the same command run
+    again after an interruption) is kept when finished and resumed when not; a run of other
+    settings there is refused rather than mixed in."""
+    from forge import tuner
+
+    folder = settings.out
+    if folder is None or not (Path(folder) / tuner.RUN_FILE).is_file():
+        return tuner.tune(settings, console=console)
+    info = tuner.read_run_file(folder)
+    had = info.get("settings") if isinstance(info.get("settings"), dict) else {}
+    now = settings.model_dump(mode="json")
+    differ = sorted(k for k in now if k != "out" and had.get(k) != now[k])
+    if differ:
+        raise ForgeInputError("--out", f"{folder} holds a run of other settings ({', '.join(differ)}); give "
+                                       "another --out, or resume it alone: forge tune --resume " + str(folder))
+    if info.get("status") == "complete":
+        console.print(f"{folder}: tuned already, kept", highlight=False)
+        return Path(folder)
+    return tuner.resume(Path(folder), console=console)
 
 
 def _exit_unless_correct(empty: list[Path]) -> None:

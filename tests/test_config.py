@@ -178,6 +178,18 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     summary = proc.stdout[proc.stdout.index("2 shapes of softmax tuned"):]
     assert "softmax[M=4,N=8] float32" in summary and "softmax[M=8,N=16] float32" in summary
     assert summary.count("complete") == 2
+    # the same command again (as after an interruption): tuned shapes kept, a missing one tuned
+    import shutil
+
+    shutil.rmtree(tmp_path / "r" / "shape1")
+    again = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
+                           text=True, timeout=300)
+    assert again.returncode == 0, again.stderr[-2000:]
+    assert f"{tmp_path / 'r' / 'shape0'}: tuned already, kept" in again.stderr
+    assert (tmp_path / "r" / "shape1" / "run.json").is_file()
+    other = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--trials", "3"],
+                           capture_output=True, text=True, timeout=120)
+    assert other.returncode == 2 and "holds a run of other settings (trials)" in other.stderr, other.stderr[-2000:]
 
 
 @pytest.mark.parametrize("shapes,needle", [
