@@ -30,6 +30,7 @@ from forge.ops import get_op
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
 from forge.results import Record, Store
+from forge.results.store import STORE_NAME
 from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
@@ -142,7 +143,23 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
                                             for p in Path(run_dir).iterdir() if p.is_dir()):
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
-    return read_json("run", path)
+    info = read_json("run", path)
+    bad = [k for k in ("problem", "settings", "target") if not isinstance(info.get(k) if isinstance(info, dict)
+                                                                           else None, dict)]
+    if bad:
+        raise ForgeInputError("run", f"{path} has no {', '.join(bad)}; the run folder is damaged")
+    if info.get("evaluated") and not (Path(run_dir) / STORE_NAME).is_file():
+        raise ForgeInputError("run", f"{run_dir} has lost its records ({STORE_NAME} is missing; {RUN_FILE} says "
+                                     f"{info['evaluated']} variants were evaluated); the run folder is damaged")
+    return info
+
+
+def check_records(run_dir: Path, info: dict[str, Any], count: int) -> None:
+    """A finished run whose store holds no records lost them (an emptied or replaced database):
+    said so, rather than shown as a run that evaluated nothing or searched again from scratch."""
+    if info.get("evaluated") and count == 0:
+        raise ForgeInputError("run", f"{Path(run_dir) / STORE_NAME} holds no records but {RUN_FILE} says "
+                                     f"{info['evaluated']} variants were evaluated; the run folder is damaged")
 
 
 def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> None:
@@ -320,8 +337,11 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
 def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
     """Continue an interrupted run with its own settings (budgets may be raised by overrides)."""
     info = read_run_file(run_dir)
-    if not isinstance(info.get("settings"), dict):
-        raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
+    store = Store.for_run(run_dir)
+    try:
+        check_records(run_dir, info, store.count())
+    finally:
+        store.close()
     data = dict(info["settings"])
     data.update({k: v for k, v in overrides.items() if v is not None})
     if overrides.get("executor") == "local" and not overrides.get("ray_address"):

@@ -34,12 +34,18 @@ def forge_cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("damaged,content,needle", [
     ("run.json", "{bad", "run.json is not readable"),
     ("forge.sqlite", "not a database", "forge.sqlite is not a readable forge store"),
+    ("run.json", '{"status": "running"}', "run.json has no problem, settings, target"),
+    ("forge.sqlite", None, "forge.sqlite is missing; run.json says 2 variants were evaluated"),
+    ("forge.sqlite", "", "forge.sqlite holds no records but run.json says 2 variants were evaluated"),
 ])
 @pytest.mark.parametrize("command", [["report"], ["show", "{run}", "1"], ["tune", "--resume"], ["replay"]])
 def test_a_damaged_run_folder_is_named_not_a_traceback(small_run, tmp_path, damaged, content, needle, command):
     copy = tmp_path / "run"
     shutil.copytree(small_run, copy)
-    (copy / damaged).write_text(content)
+    if content is None:
+        (copy / damaged).unlink()
+    else:
+        (copy / damaged).write_text(content)
     args = [a.replace("{run}", str(copy)) for a in command]
     res = forge_cli(*args, *([] if "{run}" in " ".join(command) else [str(copy)]))
     assert res.returncode == 2, res.stderr[-2000:]

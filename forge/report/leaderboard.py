@@ -17,7 +17,7 @@ from typing import Any
 
 from forge.results import Record, Store
 from forge.results.remeasure import Shift, shift_of_records
-from forge.tuner import read_run_file
+from forge.tuner import check_records, read_run_file
 
 
 @dataclass
@@ -86,6 +86,7 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
     store = Store.for_run(run_dir)
     try:
         records = store.records()
+        check_records(run_dir, info, len(records))
         info = {**info, "bank_hit": store.get_meta("bank_hit")}
     finally:
         store.close()

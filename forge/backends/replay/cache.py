@@ -134,6 +134,11 @@ def read_space_doc(path: str | Path) -> dict[str, Any]:
     if (path / "bench.json").is_file():
         raise ForgeInputError("cachefile", f"{path} is a bench folder; replay one of its cases' runs, "
                                            f"e.g. {path / 'cases' / '<case>'}")
+    if path.is_dir():          # a run folder missing a part, or no run at all: said which
+        from forge.tuner import read_run_file
+
+        read_run_file(path)
+        raise ForgeInputError("run", f"{path} is not a forge run folder (no forge.sqlite)")
     if not path.is_file():
         raise ForgeInputError("cachefile", f"{path}: no such file or forge run folder")
     return read_json(path)

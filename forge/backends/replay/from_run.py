@@ -20,7 +20,7 @@ import json
 from pathlib import Path
 from typing import Any
 
-from forge.errors import ForgeInputError, read_json
+from forge.errors import ForgeInputError
 from forge.results import load
 
 # forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
@@ -38,10 +38,13 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     run_dir = Path(run_dir)
     if not is_run_dir(run_dir):
         raise ForgeInputError("run", f"{run_dir}: not a forge run folder (needs run.json and forge.sqlite)")
-    meta = read_json("run", run_dir / "run.json")
+    from forge.tuner import check_records, read_run_file
+
+    meta = read_run_file(run_dir)
     params: dict[str, list[Any]] = meta["space"]["params"]
     keys = list(params)
     df = load(run_dir)
+    check_records(run_dir, meta, len(df))
     df = df[df["phase"] == "search"]
     cache: dict[str, dict[str, Any]] = {}
     kinds = set(df.loc[df["status"] == "ok", "time_kind"])
