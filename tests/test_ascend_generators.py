@@ -119,6 +119,23 @@ def test_attention_kv_tails_match_the_reference(shape, attrs, s2, tmp_path):
     assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
 
 
+def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):
+    """MQA with short queries: a row block of s1 rows spans s1 / Sq heads of the group (four here);
+    the emulated problem keeps enough heads per group for that, and the variant passes there."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("attention").problem({"B": 1, "Hq": 8, "Hkv": 1, "Sq": 16, "Skv": 100, "D": 64}, "float16",
+                                    {"causal": True})
+    cfgs = [c for c in be.space(p).enumerate().configs() if c["s1"] >= 64]
+    assert cfgs
+    v = Variant(p, "ascend910b2", cfgs[0])
+    small = be.plan(p).emulation_problem(v.config)
+    assert small.shape["Hq"] // small.shape["Hkv"] >= v.config["s1"] // 16 + 1 and small.shape["Sq"] == 16
+    art = be.build(v, tmp_path)
+    assert art.ok, art.error[:3000]
+    m = be.run(art, v, seed=4, warmup=0, reps=1, timeout=120)
+    assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
+
+
 @pytest.mark.slow
 @pytest.mark.parametrize("op,attrs,cfg", [
     ("rmsnorm", {"residual": True}, {"chunk": 1024, "buffer_num": 2, "cores": 48, "weights": "resident"}),

@@ -343,13 +343,15 @@ class AttentionPlan(Plan):
                     core_tiles=[sum(costs[starts[c]:starts[c + 1]]) for c in range(len(starts) - 1)])
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
-        """Two K/V groups (so at least two cores), up to two heads per group, row blocks that span a
-        head boundary and a tail, and up to three s2 tiles (the last one shifted when s2 does not
-        divide Skv)."""
+        """Two K/V groups (so at least two cores), row blocks that span a head boundary and a tail,
+        and up to three s2 tiles (the last one shifted when s2 does not divide Skv). Each group has
+        as many heads as one row block of s1 rows can touch (a block spans s1 / Sq heads, plus one
+        where it straddles), up to the problem's own group size: a block that spans three heads, or
+        the whole group and into the next, runs in the check as it does on the device."""
         from forge.ops import get_op
         s1, s2 = cfg["s1"], cfg["s2"]
-        g = min(self.G, 2)
         sq = min(self.Sq, s1 + s1 // 2 + 8)
+        g = min(self.G, max(2, -(-s1 // sq) + 1))
         skv = min(self.Skv, 2 * s2 + self.Skv % s2) if self.Skv % s2 else min(self.Skv, 3 * s2)
         if self.causal and self.Sq <= self.Skv:
             sq = min(sq, skv)
