@@ -10,7 +10,7 @@ from typing import Any
 from forge.backends.ascend import cann, emulate
 from forge.backends.ascend.constraints import usage_summary
 from forge.backends.ascend.hw import AscendHW
-from forge.backends.ascend.unfused import unfused
+from forge.backends.ascend.unfused import VENDOR_TILES, unfused
 from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
 from forge.errors import ForgeInputError
 from forge.generators.ascendc.base import PLANS, Plan, get_plan
@@ -176,10 +176,13 @@ class AscendBackend(Backend):
         if not ks:
             return []
         total = sum(k.seconds for k in ks)
-        # a matmul is one kernel already: its "unfused" baseline is the op alone at a vendor-like tiling
-        what = f"{len(ks)} kernels" if len(ks) > 1 else "one kernel, nothing to fuse"
-        label = f"unfused Ascend C sequence ({what}, modeled): " + "; ".join(
-            f"{k.label} {fmt_seconds(k.seconds)}" for k in ks)
+        if len(ks) > 1:
+            label = f"unfused Ascend C sequence ({len(ks)} kernels, modeled): " + "; ".join(
+                f"{k.label} {fmt_seconds(k.seconds)}" for k in ks)
+        else:   # a matmul is one kernel already: its baseline is the op alone at a vendor-like tiling
+            label = (f"the op alone, nothing to fuse: forge's own kernel at vendor-like tiles "
+                     f"({', '.join(f'{k}={v}' for k, v in VENDOR_TILES.items())}), modeled, "
+                     f"{fmt_seconds(ks[0].seconds)}")
         return [Baseline("unfused", label, Measurement("ok", "modeled", timings=[total], time_kind="modeled",
                                                         extra={"kernels": {k.label: k.seconds for k in ks}}))]
 

@@ -46,8 +46,13 @@ def kernel_time(arch: Arch, p: Problem, est: dict[str, Any], regs: int | None = 
     smem_rate = arch.sms * k["smem_bytes_per_clock_per_sm"] * arch.detail("sm_clock_mhz") * 1e6
     t_smem = est["flops_executed"] * est.get("smem_bytes_per_flop", 0.0) / (smem_rate * hide * tail)
     t_compute = max(t_math, t_smem)
-    fill = min(1.0, est["grid_blocks"] * occ.warps_per_block / (arch.sms * k["latency_warps"]))
-    t_memory = est["bytes_moved"] / (t.memory_bandwidth * k["achievable_bw_fraction"] * min(hide, 1.0) * fill)
+    # Memory parallelism: the warps in flight at once across the GPU (the first wave's), against the
+    # latency_warps per SM that keep its loads streaming. A large grid gives the per-SM residency
+    # (the same as `hide`), a small one only its own warps; counting both would charge a small grid
+    # twice for the same few warps.
+    in_flight = min(est["grid_blocks"], occ.blocks_per_sm * arch.sms) * occ.warps_per_block
+    fill = min(1.0, in_flight / (arch.sms * k["latency_warps"]))
+    t_memory = est["bytes_moved"] / (t.memory_bandwidth * k["achievable_bw_fraction"] * fill)
     body = max(t_compute, t_memory) if est["pipelined"] else max(t_compute, t_memory) + 0.5 * min(t_compute, t_memory)
     total = body + est["launches"] * k["launch_overhead_s"]
     return total, {"compute_s": t_compute, "math_s": t_math, "smem_s": t_smem, "memory_s": t_memory, "waves": n_waves, "tail_efficiency": round(tail, 4),
