@@ -144,10 +144,8 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
     info = read_json("run", path)
-    bad = [k for k in ("problem", "settings", "target") if not isinstance(info.get(k) if isinstance(info, dict)
-                                                                           else None, dict)]
-    if bad:
-        raise ForgeInputError("run", f"{path} has no {', '.join(bad)}; the run folder is damaged")
+    if not isinstance(info, dict) or not isinstance(info.get("problem"), dict):
+        raise ForgeInputError("run", f"{path} has no problem; the run folder is damaged")
     if info.get("evaluated") and not (Path(run_dir) / STORE_NAME).is_file():
         raise ForgeInputError("run", f"{run_dir} has lost its records ({STORE_NAME} is missing; {RUN_FILE} says "
                                      f"{info['evaluated']} variants were evaluated); the run folder is damaged")
@@ -337,6 +335,8 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
 def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
     """Continue an interrupted run with its own settings (budgets may be raised by overrides)."""
     info = read_run_file(run_dir)
+    if not isinstance(info.get("settings"), dict):
+        raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
     store = Store.for_run(run_dir)
     try:
         check_records(run_dir, info, store.count())

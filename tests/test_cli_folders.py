@@ -34,7 +34,7 @@ def forge_cli(*args: str) -> subprocess.CompletedProcess:
 @pytest.mark.parametrize("damaged,content,needle", [
     ("run.json", "{bad", "run.json is not readable"),
     ("forge.sqlite", "not a database", "forge.sqlite is not a readable forge store"),
-    ("run.json", '{"status": "running"}', "run.json has no problem, settings, target"),
+    ("run.json", '{"status": "running"}', "run.json has no problem"),
     ("forge.sqlite", None, "forge.sqlite is missing; run.json says 2 variants were evaluated"),
     ("forge.sqlite", "", "forge.sqlite holds no records but run.json says 2 variants were evaluated"),
 ])
