@@ -241,16 +241,19 @@ def _is_gz(path: Path) -> bool:
 
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
-    ap.add_argument("cachefiles", nargs="*")
-    ap.add_argument("--seeds", type=int, default=25)
+    ap.add_argument("cachefiles", nargs="*", help="Kernel Tuner cache files or forge run folders (default: every "
+                                                  "space in the shared tuningdata folder)")
+    ap.add_argument("--seeds", type=int, default=25, help="seeds per strategy and budget (default 25)")
     ap.add_argument("--first-seed", type=int, default=0,
                     help="seeds are first-seed .. first-seed+seeds-1 (a second set: --first-seed 25)")
-    ap.add_argument("--budgets", default="25,50,100,200")
-    ap.add_argument("--strategies", default=",".join(FORGE_STRATEGIES))
+    ap.add_argument("--budgets", default="25,50,100,200",
+                    help="unique valid evaluations per run, comma-separated (default 25,50,100,200); the "
+                         "targets are read at those they name")
+    ap.add_argument("--strategies", default=",".join(FORGE_STRATEGIES), help="forge's strategies, comma-separated (default: all of them)")
     ap.add_argument("--kt", default=",".join(KT_STRATEGIES),
                     help="Kernel Tuner strategies (needs kernel_tuner installed; default: all of them)")
-    ap.add_argument("--no-kt", action="store_true")
-    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes")
+    ap.add_argument("--no-kt", action="store_true", help="run no Kernel Tuner strategy")
+    ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: one per core)")
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--se", action="store_true",
                     help="also print each mean's standard error over the seeds (best/opt ± se)")

@@ -275,7 +275,7 @@ def import_bank(src: str | Path, path: str | Path | None = None) -> dict[str, in
         raise ForgeInputError("file", f"{src} is a bank export of version {data.get('forge_bank')!r}; this forge "
                                       f"reads version {EXPORT_VERSION}")
     for i, e in enumerate(entries):     # every entry checked before any is offered: all or nothing
-        check_entry(e, f"entries[{i}]")
+        check_entry(e, f"{src}: entries[{i}]")
     return offer_entries(entries, path)
 
 

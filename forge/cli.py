@@ -5,6 +5,7 @@ Bad input is one line naming the field and what is allowed, with exit code 2.
 from __future__ import annotations
 
 import importlib
+import os
 import signal
 import sys
 from pathlib import Path
@@ -352,6 +353,12 @@ def main() -> None:
     except (typer.Abort, KeyboardInterrupt):
         err.print("aborted")
         sys.exit(130)
+    except BrokenPipeError:
+        # the reader went away (`forge report RUN | head`): no traceback, and the status rich's
+        # consoles give in the same case (1: the output was not all written). stdout goes to
+        # /dev/null so the interpreter's final flush cannot fail again.
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+        sys.exit(1)
     except Exception as exc:
         # Usage errors and exits of the CLI library: typer >= 0.20 raises its own vendored click's
         # classes, older ones click's, so they are recognised by shape, not by class.

@@ -136,6 +136,9 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tu
     if not isinstance(raw, dict):
         raise ForgeInputError(str(p), "the config must be a mapping of fields")
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})
+    if "shape" in raw and "shapes" not in raw:     # the flag's name: said so, not "shapes: Field required"
+        raise ForgeInputError(f"{p.name}: shape", "not a config field; a config lists its shapes under `shapes:`, "
+                                                  "e.g. shapes: [{M: 64, N: 128}]")
     try:
         return TuneConfig(**raw)
     except ValidationError as exc:

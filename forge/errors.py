@@ -21,8 +21,13 @@ def writing(field: str, path: str | Path, what: str = "") -> Iterator[None]:
     try:
         yield
     except OSError as exc:
-        raise ForgeInputError(field, f"cannot write {what + ' ' if what else ''}{path}: "
-                                     f"{exc.strerror or exc}") from None
+        why = exc.strerror or str(exc)
+        if isinstance(exc, (FileExistsError, NotADirectoryError)):
+            # mkdir of a folder under a file says only "File exists": name the file in the way
+            blocking = next((a for a in (Path(path), *Path(path).parents) if a.exists() and not a.is_dir()), None)
+            if blocking is not None and blocking != Path(path):
+                why = f"{blocking} is a file, not a folder"
+        raise ForgeInputError(field, f"cannot write {what + ' ' if what else ''}{path}: {why}") from None
 
 
 def read_json(field: str, path: str | Path) -> dict:

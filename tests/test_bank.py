@@ -115,7 +115,7 @@ def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank,
     (tmp_path / "bad.json").write_text(json.dumps(data))
     with pytest.raises(ForgeInputError) as exc:
         import_bank(tmp_path / "bad.json", tmp_path / "fresh.sqlite")
-    assert needle in str(exc.value)
+    assert needle in str(exc.value) and str(tmp_path / "bad.json") in str(exc.value)     # the file named
     with Bank(tmp_path / "fresh.sqlite") as fresh:
         assert fresh.entries() == []                                                   # nothing imported
 

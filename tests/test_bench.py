@@ -386,7 +386,8 @@ def test_a_rerun_into_a_bench_with_other_settings_is_refused_where_it_runs_may_c
     suite = make_suite()
     run_bench(suite, "cpu", tmp_path, budget_per_case=4, options={"sampler": "random", "seed": 0})
     for budget, options, needle in (
-            (5, {"sampler": "random", "seed": 0}, "--budget-per-case 4, now 5"),
+            (5, {"sampler": "random", "seed": 0}, "--budget-per-case 4, now --budget-per-case 5"),
+            (None, {"sampler": "random", "seed": 0}, "--budget-per-case 4, now no --budget-per-case"),
             (4, {"sampler": "forge", "seed": 0}, "--sampler random, now forge"),
             (4, {"sampler": "random", "seed": 0, "bank": False}, "without --no-bank, now with it")):
         with pytest.raises(ForgeInputError, match=re.escape(needle)):

@@ -33,6 +33,7 @@ def test_config_expands_shapes_into_settings(tmp_path):
     ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: tpx\n", "sampler"),
     ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler_options: {path_flor: 0.75}\n", "sampler_options"),
     ("op: softmax\nshapes: [{M: 4, N: 8}]\nsampler: tpe\nsampler_options: {cap: 0.5}\n", "sampler_options"),
+    ("op: softmax\nshape: {M: 4, N: 8}\n", "shape"),                   # the flag's name, not a config field
 ])
 def test_bad_fields_are_named(tmp_path, text, field):
     with pytest.raises(ForgeInputError) as exc:

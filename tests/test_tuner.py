@@ -207,6 +207,13 @@ def test_a_modeled_run_replays_and_exports_as_modeled(tmp_path):
     from forge.cli import app
 
     run = tune(settings(tmp_path, measure="model", trials=4, top_k=0), console=QUIET)
+    import csv
+    import io
+
+    from forge.report.render import to_csv
+
+    rows = list(csv.DictReader(io.StringIO(to_csv(build_leaderboard(run)))))
+    assert rows and all(r["time_kind"] == "modeled" and r["spread_s"] == "" for r in rows)   # no spread of a model
     doc = cache_doc_from_run(run)
     assert doc["forge_run"]["time_kind"] == "modeled" and "times MODELED by forge" in doc["device_name"]
     for source in (run, tmp_path / "space.json"):

@@ -204,7 +204,10 @@ def settings_changed(old: dict[str, Any], suite: Suite, budget_per_case: int | N
         changed.append(f"its {len(cases_before)} cases, now {len(cases_now)} of which "
                        f"{len(cases_now - cases_before)} new (--ops)")
     if old.get("budget_per_case") != budget_per_case:
-        changed.append(f"--budget-per-case {old.get('budget_per_case')}, now {budget_per_case}")
+        def budget(n: int | None) -> str:      # left out: each case takes --trials (default 40)
+            return f"--budget-per-case {n}" if n is not None else "no --budget-per-case"
+
+        changed.append(f"{budget(old.get('budget_per_case'))}, now {budget(budget_per_case)}")
     before, now = effective_options(old.get("options", {})), effective_options(options)
     for name in now:
         if name not in PLACEMENT and before.get(name) != now[name]:

@@ -248,7 +248,8 @@ def to_csv(lb: Leaderboard) -> str:
     w.writerow(["rank", "tie_with", "config", "median_s", "spread_s", "time_kind", "speedup_unfused",
                 "speedup_vendor", "remeasured", "roofline_fraction"])
     for r in lb.rows:
-        w.writerow([r.rank, r.tie_with or "", config_text(r.config), r.median, r.spread, r.time_kind,
+        spread = r.spread if r.time_kind == "measured" else ""      # a model gives one number, no spread
+        w.writerow([r.rank, r.tie_with or "", config_text(r.config), r.median, spread, r.time_kind,
                     r.speedup_unfused or "", r.speedup_vendor or "", r.remeasured, r.roofline_fraction or ""])
     return buf.getvalue()
 
