@@ -1,4 +1,4 @@
-"""`forge show --export` for the device: beside the source, what builds and runs the variant on the
+"""`forge show --export` for the device: beside the source, what builds, runs and checks the variant on the
 inputs forge checks it on. CUDA: the harness, its spec with every launch (grid, block, dynamic
 shared memory) in order, and the inputs at the sizes the plan's buffers say; Ascend: the in_<name>.bin
 files its launcher reads. (The CPU export is built and run in tests/test_tuner.py.)"""
@@ -44,3 +44,31 @@ def test_an_ascend_export_holds_the_inputs_its_launcher_reads():
         assert len(data) == int(np.prod(spec.shape)) * DTYPE_BYTES["float16"]
         want = op.make_inputs(p, 3)[spec.name].ravel()
         assert np.array_equal(np.frombuffer(data, "<f2").astype(np.float32), want)   # the values forge checks on
+
+
+def test_check_py_reads_the_device_output_in_the_problem_dtype(tmp_path):
+    """check.py decodes float16 and bfloat16 outputs as the launchers write them: the reference
+    itself, rounded to the dtype, passes; shifted by far more than the tolerance, it fails."""
+    import subprocess
+    import sys
+
+    from forge.commands.show import _check_files
+    from forge.ops.base import TOLERANCES
+
+    backend = get_backend("ascend910b2")
+    for dtype in ("float16", "bfloat16"):
+        p = get_op("rmsnorm").problem({"M": 8, "N": 256}, dtype)
+        v = first_valid(backend, p)
+        want = (np.arange(8 * 256, dtype=np.float32) / 512 - 1).astype(np.float32)
+        files = _check_files(v, backend, {"expected_y.f32": want.tobytes()}, "#!/bin/bash\n./run\n")
+        assert files["run.sh"].endswith("./run\npython3 check.py\n")
+        (tmp_path / "check.py").write_text(files["check.py"])
+        want.tofile(tmp_path / "expected_y.f32")
+        out, enc = backend.export_output(v)
+        for shift, ok in ((0.0, True), (10 * sum(TOLERANCES[dtype]), False)):
+            got = want + shift
+            raw = (got.astype("<f2").tobytes() if enc == "float16"
+                   else (got.view(np.uint32) >> 16).astype("<u2").tobytes())
+            (tmp_path / out).write_bytes(raw)
+            res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
+            assert (res.returncode == 0) == ok, (dtype, shift, res.stdout, res.stderr)

@@ -153,8 +153,12 @@ def _check_show_export(run, lb):
     (expected,) = [f for f in about["files"] if f.startswith("expected_")]
     done = subprocess.run(["bash", str(folder / "run.sh")], capture_output=True, text=True, timeout=120)
     assert done.returncode == 0 and '"timings"' in done.stdout, done.stderr[-2000:]
+    assert "PASS: " in done.stdout                                    # run.sh ends with check.py
     got, want = np.fromfile(folder / "output.bin", np.float32), np.fromfile(folder / expected, np.float32)
     assert got.shape == want.shape and np.allclose(got, want, atol=2e-4, rtol=2e-4)
+    (got * 1.01 + 1e-3).tofile(folder / "output.bin")                   # a wrong output fails the check
+    wrong = subprocess.run([sys.executable, "check.py"], cwd=folder, capture_output=True, text=True, timeout=60)
+    assert wrong.returncode == 1 and "FAIL: " in wrong.stderr
     again = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
     assert again.exit_code != 0 and "is not an empty folder" in str(again.exception or again.output)
     meta = json.loads((run / "run.json").read_text())

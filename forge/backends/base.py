@@ -187,6 +187,13 @@ class Backend(ABC):
         inputs forge checks it on (`forge show --export`): a build script, a launch spec, inputs."""
         return {}
 
+    def export_output(self, variant: Variant) -> tuple[str, str]:
+        """(file, encoding) of the output the exported run.sh writes: raw little-endian values in
+        the problem's dtype unless the backend says otherwise."""
+        from forge.ops import get_op
+
+        return f"{get_op(variant.problem.op).output(variant.problem).name}.bin", variant.problem.dtype
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         """Why a run here may record no `name` baseline ("unfused" or "vendor"): the report says it
         where that column is empty."""

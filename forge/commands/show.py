@@ -57,6 +57,41 @@ def _expected(variant: Any, seed: int) -> tuple[dict[str, bytes], str]:
                                    f"accepts |out - expected| <= {atol:g} + {rtol:g}·|expected|")
 
 
+CHECK_SCRIPT = '''#!/usr/bin/env python3
+"""Compare the kernel's output with forge's float64 reference (written by forge show --export)."""
+import sys
+
+import numpy as np
+
+OUT, DTYPE, EXPECTED, ATOL, RTOL = {out!r}, {dtype!r}, {expected!r}, {atol!r}, {rtol!r}
+if DTYPE == "bfloat16":        # the upper half of a float32
+    got = (np.fromfile(OUT, "<u2").astype(np.uint32) << 16).view(np.float32)
+else:
+    got = np.fromfile(OUT, "<" + {{"float16": "f2", "float32": "f4"}}[DTYPE]).astype(np.float32)
+want = np.fromfile(EXPECTED, "<f4")
+if got.size != want.size:
+    sys.exit(f"FAIL: {{OUT}} holds {{got.size}} values, {{EXPECTED}} {{want.size}}")
+bad = ~(np.abs(got - want) <= ATOL + RTOL * np.abs(want))       # NaN counts as wrong
+if bad.any():
+    i = int(np.argmax(bad))
+    sys.exit(f"FAIL: {{int(bad.sum())}} of {{want.size}} values outside {{ATOL:g}} + {{RTOL:g}}·|expected|; first at "
+             f"flat index {{i}}: {{got[i]!r}} against {{want[i]!r}}")
+print(f"PASS: {{want.size}} values within {{ATOL:g}} + {{RTOL:g}}·|expected| of the float64 reference")
+'''
+
+
+def _check_files(variant: Any, backend: Any, expected: dict[str, bytes], run: str) -> dict[str, str]:
+    """check.py, and run.sh ending with it, where there is an expected output to check against."""
+    from forge.ops.base import TOLERANCES
+
+    if not expected or not run:
+        return {}
+    out, dtype = backend.export_output(variant)
+    atol, rtol = TOLERANCES[variant.problem.dtype]
+    script = CHECK_SCRIPT.format(out=out, dtype=dtype, expected=next(iter(expected)), atol=atol, rtol=rtol)
+    return {"check.py": script, "run.sh": run.rstrip("\n") + "\npython3 check.py\n"}
+
+
 def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, backend: Any, seed: int) -> None:
     row = lb.rows[rank - 1]
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
@@ -65,6 +100,7 @@ def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, ba
     extra = backend.export_files(variant, seed)
     expected, check = _expected(variant, seed)
     files: dict[str, str | bytes] = {**src.files, **extra, **expected}
+    files.update(_check_files(variant, backend, expected, str(files.get("run.sh", ""))))
     with writing("--export", folder):
         folder.mkdir(parents=True, exist_ok=True)
         for name, content in files.items():
@@ -79,13 +115,26 @@ def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, ba
         about = {"run": str(lb.run_dir), "rank": rank, "problem": lb.info["problem"],
                  "target": lb.info["target"]["name"], "config": row.config, "median_s": row.median,
                  "time_kind": row.time_kind, "files": list(files), "main": src.main, "seed": seed,
-                 "how": ("./run.sh builds and runs it on the device with the inputs forge checks it on"
-                         if "run.sh" in files else "the generated source only"), "check": check}
+                 "how": (("./run.sh builds it, runs it on the device with these inputs (the problem's full "
+                          "shape; the inputs forge's search drew for it)"
+                          + (" and checks the output with check.py" if "check.py" in files else ""))
+                         if "run.sh" in files else "the generated source only"), "check": check,
+                 "checked_by_forge": _how_forge_checked(row)}
         (folder / "forge_variant.json").write_text(json.dumps(about, indent=1, default=str))
     out.print(f"wrote {len(files)} files and forge_variant.json to {folder}: {', '.join(files)}",
               highlight=False, soft_wrap=True)
     if "run.sh" in files:
         out.print(f"on the device: {folder}/run.sh; {check}", highlight=False, soft_wrap=True)
+
+
+def _how_forge_checked(row: Any) -> str:
+    """Where forge itself checked the variant: the device, or (no device) a smaller problem."""
+    if row.extra.get("emulated_shape"):
+        shape = ",".join(f"{k}={v}" for k, v in row.extra["emulated_shape"].items())
+        return f"on the CPU emulator at the smaller shape {shape}, same config"
+    if row.extra.get("correctness"):
+        return str(row.extra["correctness"])
+    return "on the target, at this shape" if row.time_kind == "measured" else "not on the device (modeled run)"
 
 
 def show(run: Path = typer.Argument(..., help="run folder"),

@@ -192,6 +192,9 @@ class AscendBackend(Backend):
         return {f"in_{name}.bin": cann.device_bytes(x, p.dtype)
                 for name, x in get_op(p.op).make_inputs(p, seed).items()}
 
+    def export_output(self, variant: Variant) -> tuple[str, str]:
+        return f"out_{get_op(variant.problem.op).output(variant.problem).name}.bin", variant.problem.dtype
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         if name != "vendor":
             return super().no_baseline_reason(problem, name)

@@ -168,6 +168,9 @@ class CpuBackend(Backend):
             f"./kernel inputs.bin output.bin 2 10 {self._flush_bytes()}", ""])
         return {"inputs.bin": data, "run.sh": run}
 
+    def export_output(self, variant: Variant) -> tuple[str, str]:
+        return "output.bin", "float32"
+
     def no_baseline_reason(self, problem: Problem, name: str) -> str:
         if self.measure == "model":
             return "nothing is run with --measure model, so no baseline is timed"
