@@ -176,6 +176,21 @@ def test_the_emulated_shape_is_written_as_the_flags_write_a_shape():
     assert "emulated shape M=4,N=32" in out.getvalue()
 
 
+def test_a_roofline_below_the_modeled_launch_says_the_launch_dominates():
+    """Ascend's model charges every kernel a launch head of about 20 µs; a roofline of 168 ns
+    without a word would make every small kernel look 1 % efficient for no stated reason."""
+    def roof_line(roof: float) -> str:
+        row = Row(1, {"tile": 4}, 2.1e-5, 0.0, "modeled", None, None, False, None, roof / 2.1e-5, "k", 1,
+                  {"launch_head_s": 2e-5})
+        info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}, "roofline_seconds": roof}
+        return next(x for x in headline(Leaderboard("run", info, [row], [], {"ok": 1}, {}, [], []))
+                    if x.startswith("roofline bound"))
+
+    assert roof_line(1.68e-7) == ("roofline bound: 168 ns (math and data movement only; each modeled time also "
+                                  "holds a 20 µs kernel launch, which dominates at this size)")
+    assert roof_line(1e-3).endswith("holds a 20 µs kernel launch)")
+
+
 def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recorded():
     from forge.backends import get_backend
     from forge.problem import Problem

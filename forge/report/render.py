@@ -130,7 +130,12 @@ def headline(lb: Leaderboard) -> list[str]:
         lines.append(f"baseline {b['name']}: {t} — {b['label']}")
     lines += missing_baselines(lb)
     if lb.info.get("roofline_seconds"):
-        lines.append(f"roofline bound: {fmt_seconds(lb.info['roofline_seconds'])}")
+        roof = lb.info["roofline_seconds"]
+        # Ascend's model charges each kernel its launch head (ascend.md §1.5), which no roofline holds
+        head = next((r.extra["launch_head_s"] for r in lb.rows if r.extra.get("launch_head_s")), None)
+        lines.append(f"roofline bound: {fmt_seconds(roof)}" + (
+            f" (math and data movement only; each modeled time also holds a {fmt_seconds(head)} kernel launch"
+            + (", which dominates at this size)" if head > roof else ")") if head else ""))
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
             lines.append("roofline above 100 %: the bound understates this device here (on the CPU target "
                          "its compute roof is the base-clock peak or a BLAS rate probed at start-up, and its "
