@@ -4,10 +4,21 @@ Bad input is one line naming the field and what is allowed, with exit code 2.
 """
 from __future__ import annotations
 
-import importlib
 import os
 import signal
 import sys
+
+
+def _aborted_while_loading(*_: Any) -> None:
+    """Ctrl-C while forge's modules load (a second or more on a busy machine): exit as main()
+    does on Ctrl-C, without the traceback of whatever import it interrupted."""
+    os.write(2, b"aborted\n")
+    sys.exit(130)
+
+
+signal.signal(signal.SIGINT, _aborted_while_loading)     # main() puts Python's own handler back
+
+import importlib  # noqa: E402  (after the handler: these imports are what a Ctrl-C interrupts)
 from pathlib import Path
 from typing import Any, Optional
 
@@ -339,6 +350,8 @@ def _interrupt_on_sigterm(signum: int, frame: object) -> None:
 
 
 def main() -> None:
+    if signal.getsignal(signal.SIGINT) is _aborted_while_loading:
+        signal.signal(signal.SIGINT, signal.default_int_handler)
     signal.signal(signal.SIGTERM, _interrupt_on_sigterm)
     try:
         # Without standalone mode the CLI library returns (not raises) the code of a typer.Exit.
