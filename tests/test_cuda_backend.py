@@ -363,8 +363,11 @@ def test_a_modeled_cuda_tune_says_its_variants_were_checked_on_the_host(tmp_path
     lines = headline(build_leaderboard(run))
     assert any(ln.startswith("correctness: 3 of the 3 ranked variants checked on the CPU by host emulation")
                for ln in lines), lines
+    said = Console(record=True, width=200, file=open(os.devnull, "w"))
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "bank.sqlite"))
     off = tuner.tune(TuneSettings(op="softmax_axis", target="h100", shape={"B": 3, "K": 300, "I": 40}, trials=1,
-                                  top_k=0, sampler="random", host_check=False, bank=False, out=tmp_path / "off"),
-                     console=Console(file=open(os.devnull, "w")))
+                                  top_k=0, sampler="random", host_check=False, out=tmp_path / "off"), console=said)
     assert any(ln.startswith("correctness: not checked") and "host_check off" in ln
                for ln in headline(build_leaderboard(off)))
+    # an unchecked variant is not banked: it would be served to runs that check
+    assert "tuning bank: not updated: no variant's output was checked in this run" in said.export_text()
