@@ -160,13 +160,19 @@ def bank_unusable(path: str | Path | None = None) -> str | None:
 def bank_lookup(problem: Problem, target: str,
                 path: str | Path | None = None) -> tuple[dict, float, str, int] | None:
     """(config, median seconds, time_kind, searched) of the best known variant, or None (nothing
-    banked, or a stale entry: see bank_stale); counts hits/misses."""
+    banked, or a stale entry: see bank_stale). Whether it answers the run is the tuner's call, which
+    counts it (`bank_count`)."""
     with Bank(path) as bank:
         e = _entry(bank, problem, target)
         if e is not None and not is_current(e):
             e = None
-        bank.bump("hits" if e else "misses")
         return (e["config"], e["median"], e["time_kind"], int(e.get("searched") or 0)) if e else None
+
+
+def bank_count(name: str, path: str | Path | None = None) -> None:
+    """Count a lookup: "hits" (a run was served) or "misses" (it searched)."""
+    with Bank(path) as bank:
+        bank.bump(name)
 
 
 def bank_stale(problem: Problem, target: str, path: str | Path | None = None) -> bool:

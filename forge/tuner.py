@@ -21,7 +21,7 @@ from rich.markup import escape
 
 from forge.backends import get_backend, target_code
 from forge.backends.base import BASELINE_NAMES, Backend
-from forge.bank import (BANK_ERRORS, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
+from forge.bank import (BANK_ERRORS, bank_count, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
 from forge.errors import ForgeInputError, read_json, writing
@@ -361,8 +361,15 @@ def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:
 
 
 def _bank_hit(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
+    """The banked config that answers this run (its search skipped), or None; counted either way."""
     if not ctx.bank:
         return None
+    served = _bank_answer(ctx, enum)
+    bank_count("hits" if served is not None else "misses")
+    return served
+
+
+def _bank_answer(ctx: Context, enum: Enumeration) -> dict[str, Any] | None:
     hit = bank_lookup(ctx.problem, ctx.backend.target.name)
     if not hit:
         if bank_stale(ctx.problem, ctx.backend.target.name):
