@@ -206,6 +206,16 @@ def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recor
                                                                              {}, {}, [], [])))
 
 
+def test_a_run_stopped_before_its_baselines_says_so_rather_than_why_none_exist():
+    info = {"problem": PROBLEM, "measured": True, "space": {"cartesian": 4, "valid": 2}, "status": "running",
+            "no_baseline_reason": {"vendor": "torch is not installed"}}
+    lines = headline(Leaderboard("run", info, [], [], {}, {}, [], []))
+    assert any(x.startswith("baselines: none timed yet") for x in lines)
+    assert not any("torch is not installed" in x for x in lines)
+    done = headline(Leaderboard("run", {**info, "status": "complete"}, [], [], {}, {}, [], []))
+    assert "baseline vendor: none, so '× vendor' is empty — torch is not installed" in done
+
+
 def test_a_baseline_of_another_kind_than_the_rows_is_said_to_empty_its_column():
     """On an NPU the variants are measured while the unfused sequence is modeled: the column is
     empty because forge does not set one kind against the other, and the report says so."""
