@@ -169,12 +169,14 @@ def tune(
         try:
             runs.append(_tune_or_continue(s, console=err) if len(settings) > 1 else tuner.tune(s, console=err))
         except KeyboardInterrupt:
-            left = [f"shapes[{j}]" for j in range(i + 1, len(settings))]
-            if left:
-                again = (f"run the same command again (`--out {Path(settings[0].out).parent}`): tuned shapes are kept and "
-                         "the interrupted one resumes" if settings[0].out else "give --out to make a config's run "
-                         "continuable")
-                err.print(f"not tuned yet: {', '.join(left)}; {again}", highlight=False, markup=False)
+            left = ", ".join(f"shapes[{j}]" for j in range(i + 1, len(settings)))
+            if len(settings) > 1 and settings[0].out:
+                err.print(f"to continue the whole config, run the same command again (--out "
+                          f"{Path(settings[0].out).parent}): tuned shapes are kept, the interrupted one resumes"
+                          + (f", then the rest are tuned ({left})" if left else ""), highlight=False, markup=False)
+            elif left:
+                err.print(f"not tuned: {left} (give --out to make a config's run continuable)", highlight=False,
+                          markup=False)
             raise
         if not _print_report(runs[-1]):
             empty.append(runs[-1])

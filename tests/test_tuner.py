@@ -399,10 +399,15 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
         shutil.copytree(done, tmp_path / "runs" / name)
         meta = json.loads((tmp_path / "runs" / name / "run.json").read_text())
         (tmp_path / "runs" / name / "run.json").write_text(json.dumps({**meta, "status": "running"}))
+    for i in (1, 0):                                              # a config of two shapes: listed one level down
+        shutil.copytree(done, tmp_path / "runs" / "0cfg" / f"shape{i}")
     (tmp_path / "runs" / "d").mkdir()
     (tmp_path / "runs" / "d" / "run.json").write_text("{")               # a damaged folder is listed, not fatal
     with folder_lock(tmp_path / "runs" / "c", "--out"):
         rows = collect(tmp_path / "runs")
+    assert [Path(r["path"]).relative_to(tmp_path / "runs").as_posix() for r in rows[:2]] == ["0cfg/shape0",
+                                                                                            "0cfg/shape1"]
+    rows = rows[2:]
     assert rows.pop()["status"].startswith("unreadable: run.json is not readable (Expecting")
     assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
     assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
@@ -411,8 +416,10 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     listed = subprocess.run([*cli, str(tmp_path / "runs"), "--json", str(tmp_path / "runs.json")],
                             capture_output=True, text=True)
     assert listed.returncode == 0, listed.stderr
-    assert [r["status"] for r in json.loads((tmp_path / "runs.json").read_text())][:3] == ["complete", "interrupted",
-                                                                                           "interrupted"]
+    assert [r["status"] for r in json.loads((tmp_path / "runs.json").read_text())][2:5] == ["complete", "interrupted",
+                                                                                            "interrupted"]
+    assert "0cfg/shape1" in subprocess.run([*cli, str(tmp_path / "runs")], capture_output=True, text=True,
+                                           env={**os.environ, "COLUMNS": "200"}).stdout
     missing = subprocess.run([*cli, str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "folder: " in missing.stderr
     report = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "runs")],

@@ -3,6 +3,7 @@ and its best, so a folder of timestamped runs can be read without opening each o
 from __future__ import annotations
 
 import json
+import re
 from pathlib import Path
 from typing import Any, Optional
 
@@ -61,7 +62,9 @@ def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
         best = f"{fmt_seconds(r['best'])} {r['best_kind']}" if r["best"] else "–"
         progress = r["progress"] + (f", geomean {r['geomean_speedup']:.2f}× over the cases' baselines"
                                     if r.get("geomean_speedup") else "")
-        cells.append((Path(r["path"]).name, r["what"], str(r["target"]), r["status"], progress, best,
+        path = Path(r["path"])       # a config's shape<i> run is named with its config's folder
+        name = f"{path.parent.name}/{path.name}" if re.fullmatch(r"shape\d+", path.name) else path.name
+        cells.append((name, r["what"], str(r["target"]), r["status"], progress, best,
                       _times(r.get("speedup_unfused")), _times(r.get("speedup_vendor"))))
         styles.append("yellow" if r["status"].startswith("in progress") else "red" if r["status"] != "complete" else "")
     print_fitted(con, ("folder", "what", "target", "state", "progress", "best", "× unfused", "× vendor"), cells,
@@ -73,19 +76,28 @@ def _times(x: float | None) -> str:
 
 
 def collect(folder: Path) -> list[dict[str, Any]]:
-    """Every run folder (run.json) and bench folder (bench.json) directly under `folder`."""
+    """Every run folder (run.json) and bench folder (bench.json) directly under `folder`, and the
+    shape<i> runs of a config of several shapes one level down."""
     from forge.bench.runner import BENCH_FILE, RUN_FILE
 
-    rows = []
+    def kind_of(path: Path) -> str | None:
+        return "bench" if (path / BENCH_FILE).is_file() else "run" if (path / RUN_FILE).is_file() else None
+
+    found = []
     for path in sorted(p for p in folder.iterdir() if p.is_dir()):
-        kind = "bench" if (path / BENCH_FILE).is_file() else "run" if (path / RUN_FILE).is_file() else None
-        if kind is None:
-            continue
+        if kind_of(path):
+            found.append(path)
+        else:
+            found += sorted((c for c in path.iterdir() if c.is_dir() and re.fullmatch(r"shape\d+", c.name)
+                             and kind_of(c) == "run"), key=lambda c: int(c.name[5:]))
+    rows = []
+    for path in found:
+        kind = kind_of(path)
         try:
             rows.append(bench_row(path) if kind == "bench" else run_row(path))
         except Exception as exc:  # noqa: BLE001 - one damaged folder must not hide the others
             rows.append({"kind": kind, "path": str(path), "started": None, "what": "?", "target": "?",
-                         "status": f"unreadable: {_damage(exc).replace(f'{path}/', '')[:100]}", "progress": "–",
+                         "status": f"unreadable: {_damage(exc).replace(f'{path}/', '')}", "progress": "–",
                          "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None})
     return rows
 
