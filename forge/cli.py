@@ -148,7 +148,7 @@ def tune(
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
         settings = cfg.settings()
-        _check_shapes(settings, config)
+        _check_shapes(settings, config, {k for k, v in flags.items() if v is not None})
     else:
         if not op:
             raise ForgeInputError("--op", "missing; give --op or --config (operators: see `forge ops`)")
@@ -218,19 +218,24 @@ def _exit_unless_correct(empty: list[Path]) -> None:
         raise typer.Exit(1)
 
 
-def _check_shapes(settings: list[Any], config: Path) -> None:
+def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:
     """Every shape of a config is checked before the first is tuned: a typo in the last one would
-    otherwise surface only after the others' searches."""
+    otherwise surface only after the others' searches. An error names the config's field, or the
+    flag (in `flags`, the settings given on the command line) that overrode it."""
+    from forge.executor import check_placement
     from forge.tuner import checked_problem
 
     for i, s in enumerate(settings):
         try:
-            checked_problem(s)
+            _, backend, _ = checked_problem(s)
+            check_placement(s.devices, s.executor, backend, s.ray_address)
         except ForgeInputError as exc:
             field = exc.field
             if field.startswith("shape"):
                 field = (f"shapes[{i}]" if len(settings) > 1 else "shape") + field.removeprefix("shape")
-            raise ForgeInputError(f"{config.name}: {field}",
+            elif field.startswith("--") and field[2:].replace("-", "_") not in flags:
+                field = field[2:].replace("-", "_")          # set in the config, not by the flag
+            raise ForgeInputError(field if field.startswith("--") else f"{config.name}: {field}",
                                   str(exc).removeprefix(f"{exc.field}: ")) from None
 
 

@@ -199,6 +199,9 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     ("[{M: 4, N: 8}, {M: 999999999999, N: 256}]",
      "c.yaml: shapes[1]: softmax[M=999999999999,N=256] float32 needs about"),
     ("[{M: 4, N: 8}]\nspace: {threads: 99}", "c.yaml: space.threads: value 99 not allowed"),
+    # placement set in the config is named as the config's field, not as a flag never given
+    ("[{M: 4, N: 8}]\nray_address: ray://head:1", "c.yaml: ray_address: 'ray://head:1' names a Ray cluster"),
+    ("[{M: 4, N: 8}]\ndevices: 2", "c.yaml: devices: 2 device slots need --executor ray"),
 ])
 def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, shapes, needle):
     cfg = write(tmp_path, f"op: softmax\nshapes: {shapes}\ntrials: 2\nout: {tmp_path / 'r'}\n")
