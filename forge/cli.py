@@ -187,10 +187,11 @@ def tune(
     _exit_unless_correct(empty)
 
 
-def _tune_or_continue(settings, console) -> Path:
+def _tune_or_continue(settings: Any, console: Any) -> Path:
     """One shape of a config: a shape folder that already holds its run (the same command run
-    again after an interruption) is kept when finished and resumed when not; a run of other
-    settings there is refused rather than mixed in."""
+    again after an interruption) is kept when finished and resumed when not, as `--resume` would,
+    with what `--resume` may change (RESUME_OVERRIDES: more trials, another executor) taken from
+    the config; a run of other settings there is refused rather than mixed in."""
     from forge import tuner
 
     folder = settings.out
@@ -200,13 +201,14 @@ def _tune_or_continue(settings, console) -> Path:
     had = info.get("settings") if isinstance(info.get("settings"), dict) else {}
     now = settings.model_dump(mode="json")
     differ = sorted(k for k in now if k != "out" and had.get(k) != now[k])
-    if differ:
-        raise ForgeInputError("--out", f"{folder} holds a run of other settings ({', '.join(differ)}); give "
+    fixed = [k for k in differ if k not in RESUME_OVERRIDES]
+    if fixed:
+        raise ForgeInputError("--out", f"{folder} holds a run of other settings ({', '.join(fixed)}); give "
                                        "another --out, or resume it alone: forge tune --resume " + str(folder))
-    if info.get("status") == "complete":
+    if info.get("status") == "complete" and not differ:
         console.print(f"{folder}: tuned already, kept", highlight=False)
         return Path(folder)
-    return tuner.resume(Path(folder), console=console)
+    return tuner.resume(Path(folder), console=console, **{k: now[k] for k in differ})
 
 
 def _exit_unless_correct(empty: list[Path]) -> None:

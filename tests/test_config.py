@@ -1,4 +1,5 @@
 """YAML configs and CLI input: a wrong field or value is named, with what is allowed, exit code 2."""
+import json
 import subprocess
 import sys
 from pathlib import Path
@@ -188,9 +189,13 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"{tmp_path / 'r' / 'shape0'}: tuned already, kept" in again.stderr
     assert (tmp_path / "r" / "shape1" / "run.json").is_file()
-    other = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--trials", "3"],
+    more = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--trials", "3"],
+                          capture_output=True, text=True, timeout=300)           # what --resume may change
+    assert more.returncode == 0, more.stderr[-2000:]
+    assert json.loads((tmp_path / "r" / "shape0" / "run.json").read_text())["evaluated"] == 3
+    other = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--reps", "3"],
                            capture_output=True, text=True, timeout=120)
-    assert other.returncode == 2 and "holds a run of other settings (trials)" in other.stderr, other.stderr[-2000:]
+    assert other.returncode == 2 and "holds a run of other settings (reps)" in other.stderr, other.stderr[-2000:]
 
 
 @pytest.mark.parametrize("shapes,needle", [

@@ -88,8 +88,11 @@ def collect(folder: Path) -> list[dict[str, Any]]:
         if kind_of(path):
             found.append(path)
         else:
-            found += sorted((c for c in path.iterdir() if c.is_dir() and re.fullmatch(r"shape\d+", c.name)
-                             and kind_of(c) == "run"), key=lambda c: int(c.name[5:]))
+            try:
+                found += sorted((c for c in path.iterdir() if c.is_dir() and re.fullmatch(r"shape\d+", c.name)
+                                 and kind_of(c) == "run"), key=lambda c: int(c.name[5:]))
+            except OSError:          # a folder this user cannot read holds no run of theirs to list
+                continue
     rows = []
     for path in found:
         kind = kind_of(path)
