@@ -75,8 +75,8 @@ def missing_baselines(lb: Leaderboard) -> list[str]:
     another kind than the variants' times (a modeled unfused sequence beside measured kernels)."""
     if not lb.baselines and lb.info.get("status") != "complete":
         # the run stopped (or is) before its baselines: the reasons below would say why none exist
-        return ["baselines: none timed yet, so the speedup columns are empty (the run stopped before timing "
-                "them; forge tune --resume times them)"]
+        return ["baselines: none timed yet, so the speedup columns are empty (the run has not reached them, or "
+                "stopped before; forge tune --resume times them)"]
     reasons = lb.info.get("no_baseline_reason") or {}
     kinds = {r.time_kind for r in lb.rows}
     lines = []
