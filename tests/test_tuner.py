@@ -401,6 +401,8 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
         (tmp_path / "runs" / name / "run.json").write_text(json.dumps({**meta, "status": "running"}))
     for i in (1, 0):                                              # a config of two shapes: listed one level down
         shutil.copytree(done, tmp_path / "runs" / "0cfg" / f"shape{i}")
+    shutil.copytree(done, tmp_path / "runs" / "e")
+    (tmp_path / "runs" / "e" / "forge.sqlite").unlink()     # damaged, but run.json still names what it tuned
     (tmp_path / "runs" / "d").mkdir()
     (tmp_path / "runs" / "d" / "run.json").write_text("{")               # a damaged folder is listed, not fatal
     with folder_lock(tmp_path / "runs" / "c", "--out"):
@@ -408,7 +410,12 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     assert [Path(r["path"]).relative_to(tmp_path / "runs").as_posix() for r in rows[:2]] == ["0cfg/shape0",
                                                                                             "0cfg/shape1"]
     rows = rows[2:]
-    assert rows.pop()["status"].startswith("unreadable: run.json is not readable (Expecting")
+    lost = rows.pop()
+    assert lost["status"].startswith("unreadable: ") and "forge.sqlite" in lost["status"]
+    assert (lost["what"], lost["target"]) == ("softmax[M=128,N=256] float32", "cpu")
+    broken = rows.pop()
+    assert broken["status"].startswith("unreadable: run.json is not readable (Expecting")
+    assert (broken["what"], broken["target"]) == ("?", "?")
     assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
     assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
     assert all(r["progress"] == "3 of 3 variants" and r["best"] > 0 and r["speedup_unfused"] for r in rows)

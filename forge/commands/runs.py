@@ -99,7 +99,8 @@ def collect(folder: Path) -> list[dict[str, Any]]:
         try:
             rows.append(bench_row(path) if kind == "bench" else run_row(path))
         except Exception as exc:  # noqa: BLE001 - one damaged folder must not hide the others
-            rows.append({"kind": kind, "path": str(path), "started": None, "what": "?", "target": "?",
+            what, target = _identity(path, kind)
+            rows.append({"kind": kind, "path": str(path), "started": None, "what": what, "target": target,
                          "status": f"unreadable: {_damage(exc).replace(f'{path}/', '')}", "progress": "–",
                          "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None})
     return rows
@@ -130,6 +131,27 @@ def runs(
 
 def register(app: typer.Typer) -> None:
     app.command("runs")(runs)
+
+
+def _identity(path: Path, kind: str) -> tuple[str, str]:
+    """What a damaged folder tuned and on which target, as far as its own file still says: a run
+    whose store is broken still names its problem in run.json, and the user needs that to know
+    which run to redo. "?" where the file does not say."""
+    from forge.bench.runner import BENCH_FILE, RUN_FILE
+
+    try:
+        info = json.loads((path / (BENCH_FILE if kind == "bench" else RUN_FILE)).read_text())
+        target = info.get("target")
+        target = str((target.get("name") if isinstance(target, dict) else target) or "?")
+        if kind == "bench":
+            return (f"bench {info['suite']}" if info.get("suite") else "?"), target
+        try:
+            return Problem(**info["problem"]).short(), target
+        except Exception:  # noqa: BLE001 - a problem forge cannot read is named by its op, if any
+            op = (info.get("problem") or {}).get("op") if isinstance(info.get("problem"), dict) else None
+            return str(op or "?"), target
+    except Exception:  # noqa: BLE001 - an unreadable file names nothing
+        return "?", "?"
 
 
 def _damage(exc: Exception) -> str:
