@@ -28,7 +28,7 @@ from forge.errors import ForgeInputError, read_json, writing
 from forge.executor import Executor, Job, Outcome, check_placement, make_executor, refuse_device_without_one
 from forge.ops import get_op
 from forge.problem import Problem
-from forge.report.progress import fmt_seconds, make_console
+from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
 from forge.results.store import STORE_NAME
 from forge.results.lock import folder_lock
@@ -256,6 +256,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
         check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"))   # before anything is written
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
+    from forge.bench.runner import BENCH_FILE
+
+    if (run_dir / BENCH_FILE).is_file():
+        raise ForgeInputError("--out", f"{run_dir} holds a forge bench ({BENCH_FILE}), not a run; give another --out")
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
     with folder_lock(run_dir, "--resume" if resume else "--out"):
@@ -267,7 +271,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
         if settings.executor == "ray":
             where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
-            console.print(f"[dim]ray: {escape(where)}, {_plural(settings.devices, 'device slot')}…[/dim]")
+            console.print(f"[dim]ray: {escape(where)}, {plural(settings.devices, 'device slot')}…[/dim]")
         executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
                                  ray_address=settings.ray_address, devices=settings.devices)
         try:
@@ -276,7 +280,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             _search(ctx, enum, executor)
             _final(ctx, executor)
         except KeyboardInterrupt:
-            console.print(f"interrupted after {_variants(ctx.evaluated)}; everything measured is recorded. "
+            console.print(f"interrupted after {_variants(ctx.evaluated)}; everything evaluated is recorded. "
                           f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
                           soft_wrap=True)
             raise
@@ -604,9 +608,5 @@ def _bank_usable(settings: TuneSettings, console: Console) -> bool:
     return why is None
 
 
-def _plural(n: int, noun: str) -> str:
-    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
-
-
 def _variants(n: int) -> str:
-    return _plural(n, "variant")
+    return plural(n, "variant")

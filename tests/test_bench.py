@@ -219,7 +219,8 @@ def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
     fake_tuner({8: "refuse"})
     s = Suite("t", cases=[softmax_case(8)])
     assert run_bench(s, "cpu", tmp_path)["failed"] == 1
-    assert build_board(tmp_path)["cases"][0]["status"] == "RUNTIME_ERROR"
+    row = build_board(tmp_path)["cases"][0]     # refused before anything ran: forge cannot tune it here
+    assert (row["status"], row["reason"]) == ("UNSUPPORTED", "shape: not supported on this target")
     assert run_bench(s, "cpu", tmp_path)["skipped"] == 1
     fake_tuner({8: ([5], 9, None, "measured")})                 # e.g. a newer forge accepts the case
     assert run_bench(s, "cpu", tmp_path) == {"tuned": 0, "skipped": 1, "failed": 0}
@@ -233,6 +234,58 @@ def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
         run_bench(s, "cpu", tmp_path)
     with pytest.raises(ForgeInputError, match="unknown target"):
         run_bench(s, "nope", tmp_path / "x")
+
+
+def test_a_rerun_with_an_edited_or_ambiguous_suite_is_refused(tmp_path, fake_tuner):
+    """A finished case is skipped on rerun, so a case id whose problem changed in the suite file
+    would be reported under the new shape with the old one's results; two cases with one id would
+    share one folder."""
+    from forge.bench.suites import load_suite
+
+    fake_tuner({8: ([5], 9, None, "measured"), 16: ([5], 9, None, "measured")})
+    run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path)
+    edited = softmax_case(16)
+    edited.case_id = "8"
+    with pytest.raises(ForgeInputError, match=r"the problem of case cannbench-softmax_h64-8 \(the suite file changed"):
+        run_bench(Suite("t", cases=[edited]), "cpu", tmp_path)
+    suite = tmp_path / "dup.yaml"
+    suite.write_text("name: dup\nsource: cannbench\ntasks:\n  - operator: softmax\n    cases:\n"
+                     "      - {case_id: 1, input_shape: [[64, 64]], dtype: float16}\n"
+                     "      - {case_id: 1, input_shape: [[128, 64]], dtype: float16}\n")
+    with pytest.raises(ForgeInputError, match=r"dup.yaml: softmax case 1: appears twice"):
+        load_suite(suite)
+
+
+def test_a_bench_and_a_run_never_share_a_folder(tmp_path, fake_tuner):
+    """Each would hide the other: forge report, runs and compare read a folder as one kind."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "run.json").write_text("{}")
+    fake_tuner({8: ([5], 9, None, "measured")})
+    with pytest.raises(ForgeInputError, match="holds a forge run"):
+        run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "run")
+    run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "bench")
+    sys.modules.pop("forge.tuner")                           # the real tuner
+    from forge.tuner import TuneSettings, tune
+    with pytest.raises(ForgeInputError, match="holds a forge bench"):
+        tune(TuneSettings(op="softmax", shape={"M": 8, "N": 64}, target="cpu", out=tmp_path / "bench"))
+
+
+def test_a_case_stopped_before_its_first_variant_is_not_run_and_one_finished_by_resume_is_finished(tmp_path,
+                                                                                                   fake_tuner):
+    """Only baselines in the store: not a compile error. A case whose run.json says complete (resumed
+    with forge tune --resume, or stopped before the bench wrote its marker) is finished for the
+    board as for the runner."""
+    fake_tuner({8: ([5], 9, None, "measured"), 16: ([], 9, None, "measured")})    # 16: its baseline only
+    run_bench(Suite("t", cases=[softmax_case(8), softmax_case(16)]), "cpu", tmp_path)
+    for m in (8, 16):
+        (tmp_path / "cases" / f"cannbench-softmax_h64-{m}" / CASE_MARKER).unlink()
+    (tmp_path / "cases" / "cannbench-softmax_h64-16" / "run.json").write_text(json.dumps({"status": "running"}))
+    board = build_board(tmp_path)
+    rows = {r["case_id"]: r for r in board["cases"]}
+    assert rows["8"]["finished"] and rows["8"]["status_text"] == "PASSED"
+    assert (rows["16"]["status"], rows["16"]["finished"]) == ("NOT_RUN", False)
+    assert "before its first variant" in rows["16"]["reason"]
+    assert board["state"]["finished"] == 1
 
 
 def test_bad_search_option_is_refused_before_any_case_runs(tmp_path, fake_tuner):
@@ -325,6 +378,9 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     assert "99" not in by_case                                      # unsupported in both: not a case to compare
     (op,) = cmp["operators"]
     assert op["compared"] == 2 and op["geomean_ratio"] == pytest.approx(1.25 ** 0.5)
+    # the speedups are over the cases both passed: B's case 16 (40/16) is not in B's figure
+    assert (op["geomean_speedup_a"], op["geomean_speedup_b"]) == (pytest.approx(50 / 20), pytest.approx(50 / 25))
+    assert cmp["settings_differ"] == [] and cmp["a"]["suite"] == "t"
     assert (op["a_faster"], op["b_faster"], op["ties"], op["a_only"], op["b_only"], op["neither"]) == (1, 0, 1, 0, 1, 1)
 
     from typer.testing import CliRunner
@@ -339,6 +395,28 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr
+
+
+def test_compare_leaves_out_a_case_id_that_names_another_problem(tmp_path, fake_tuner):
+    """Benches are joined on the case id; where that id is another problem in B (another suite, an
+    edited file) the two times are not of one problem, so the case is listed apart, not compared.
+    With no case of one problem in common there is nothing to compare: exit 2."""
+    from forge.report.compare import compare_benches
+
+    fake_tuner({m: ([10], 20, None, "measured") for m in (8, 16, 32, 64, 128)})
+    run_bench(make_suite(), "cpu", tmp_path / "a")
+    other = [softmax_case(8), BenchCase("cannbench", "softmax_h64", "tasks/x", "16", "softmax", {"M": 128, "N": 64},
+                                        "float32")]
+    run_bench(Suite("u", "edited", other), "cpu", tmp_path / "b", options={"reps": 7})
+    cmp = compare_benches(tmp_path / "a", tmp_path / "b")
+    assert [r["case_id"] for r in cmp["cases"]] == ["8"]
+    assert cmp["mismatched"] == [{"key": "cannbench-softmax_h64-16", "a": "softmax[M=16,N=64] float32",
+                                  "b": "softmax[M=128,N=64] float32"}]
+    assert cmp["settings_differ"] == ["A --reps 10, B --reps 7"]     # what else a difference may come from
+    run_bench(Suite("v", "none shared", [other[1]]), "cpu", tmp_path / "c")
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path / "c")],
+                          capture_output=True, text=True, timeout=120)
+    assert proc.returncode == 2 and "has no case of the same problem" in proc.stderr and "suite v" in proc.stderr
 
 
 def _run_folder(path: Path, times: list[float], shape: dict, sampler: str) -> Path:

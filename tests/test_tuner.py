@@ -427,6 +427,8 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
                                                                                             "interrupted"]
     assert "0cfg/shape1" in subprocess.run([*cli, str(tmp_path / "runs")], capture_output=True, text=True,
                                            env={**os.environ, "COLUMNS": "200"}).stdout
+    (itself,) = collect(tmp_path / "runs" / "a")          # a run folder itself: its row, not "no run here"
+    assert itself["status"] == "complete" and itself["what"] == "softmax[M=128,N=256] float32"
     missing = subprocess.run([*cli, str(tmp_path / "nope")], capture_output=True, text=True)
     assert missing.returncode == 2 and "folder: " in missing.stderr
     report = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "runs")],

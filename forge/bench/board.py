@@ -12,7 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
-from forge.bench.runner import BENCH_FILE, CASES_DIR, RUN_FILE, continue_hint, read_marker
+from forge.bench.runner import BENCH_FILE, CASES_DIR, RUN_FILE, case_finished, continue_hint, read_marker
 from forge.errors import read_json
 from forge.ops import get_op
 from forge.report import scores
@@ -77,7 +77,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     recorded = read_json("bench", run_file).get("roofline_seconds") if run_file.is_file() else None
     t_sol = recorded if isinstance(recorded, (int, float)) else target.roofline_seconds(flops, nbytes, p.dtype)
     row |= {"flops": flops, "min_bytes": nbytes, "t_sol": t_sol, "run_dir": str(run_dir),
-            "evaluations": sum(1 for r in records if r.phase == "search"), "finished": bool(marker.get("done"))}
+            "evaluations": sum(1 for r in records if r.phase == "search"), "finished": case_finished(cdir)}
 
     tuned = [r for r in records if r.phase in ("search", "final")]
     ok = [r for r in tuned if r.status == "ok" and r.median is not None]
@@ -98,10 +98,14 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
 
     if best is not None:
         status, reason = "PASSED", ""
+    elif marker.get("error_kind") == "input":          # refused before anything ran: forge cannot tune it
+        status, reason = UNSUPPORTED, marker["error"]
     elif marker.get("error"):
         status, reason = "RUNTIME_ERROR", marker["error"]
     elif not records:
         status, reason = (NOT_RUN, "no records yet (bench interrupted before this case)")
+    elif not tuned:
+        status, reason = (NOT_RUN, "interrupted before its first variant was evaluated (only its baselines were)")
     else:
         worst = next((s for s in FAIL_ORDER if any(r.status == s for r in tuned)), "invalid")
         status = SOL_STATUS[worst]

@@ -16,7 +16,7 @@ from forge.variant import config_text
 
 
 def _time(x: float | None, kind: str | None) -> str:
-    return "—" if x is None else f"{x * 1e6:.3g} ({kind or '?'})"
+    return "—" if x is None else f"{_us(x)} ({kind or '?'})"
 
 
 def case_cells(r: dict[str, Any]) -> list[str]:

@@ -35,6 +35,14 @@ def _tuner() -> Any:
     return importlib.import_module("forge.tuner")
 
 
+def case_finished(cdir: Path) -> bool:
+    """Whether a case's run is over: its marker says so, or (a bench stopped between the tuner's end
+    and the marker, or the case resumed with `forge tune --resume`) its run.json does. The runner
+    skips such a case and the board reports it finished, by this one rule."""
+    marker = read_marker(cdir)
+    return bool(marker and marker.get("done")) or run_state(cdir) == "complete"
+
+
 def run_state(cdir: Path) -> str | None:
     """The tuner's own view of a case folder (run.json `status`): None, "running" or "complete"."""
     f = Path(cdir) / RUN_FILE
@@ -112,6 +120,8 @@ def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: in
     get_target(target)  # unknown target: clear error before anything is written
     check_options(options or {}, target)
     out = Path(out)
+    if (out / RUN_FILE).is_file():
+        raise ForgeInputError("--out", f"{out} holds a forge run ({RUN_FILE}), not a bench; give another --out")
     with writing("--out", out, "the bench folder"):
         out.mkdir(parents=True, exist_ok=True)
     with folder_lock(out, "--out"):
@@ -144,10 +154,10 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         marker = read_marker(cdir)
         state = run_state(cdir)
         retry = retry_refused and bool(marker and marker.get("error_kind") == "input")
-        if (marker and marker.get("done") and not retry) or (marker is None and state == "complete"):
+        if case_finished(cdir) and not retry:
             counts["skipped"] += 1
             say(f"[{i}/{len(suite.cases)}] {case.key}: finished earlier, skipped")
-            if marker is None:
+            if not (marker and marker.get("done")):        # the run finished outside this loop
                 (cdir / CASE_MARKER).write_text(json.dumps({"case": case.as_dict(), "done": True, "run_dir": str(cdir)}))
             continue
         tuner = tuner or _tuner()
@@ -203,6 +213,13 @@ def settings_changed(old: dict[str, Any], suite: Suite, budget_per_case: int | N
     if cases_before != cases_now:
         changed.append(f"its {len(cases_before)} cases, now {len(cases_now)} of which "
                        f"{len(cases_now - cases_before)} new (--ops)")
+    problem = ("op", "shape", "dtype", "attrs")
+    was = {c.get("key"): {k: c.get(k) for k in problem} for c in old.get("cases", [])}
+    edited = [c.key for c in suite.cases
+              if c.key in was and was[c.key] != json.loads(json.dumps({k: c.as_dict()[k] for k in problem}))]
+    if edited:                 # the suite file was edited: a finished case would be reported under the new shape
+        changed.append(f"the problem of case {', '.join(edited[:3])}{' …' if len(edited) > 3 else ''} "
+                       "(the suite file changed)")
     if old.get("budget_per_case") != budget_per_case:
         def budget(n: int | None) -> str:      # left out: each case takes --trials (default 40)
             return f"--budget-per-case {n}" if n is not None else "no --budget-per-case"

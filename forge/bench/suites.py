@@ -31,15 +31,30 @@ def load_suite(spec: str | Path) -> Suite:
     """`spec` is a suite name, a suite YAML file, or a SOL problem / cann-bench task folder."""
     path = Path(spec)
     if path.is_dir():
-        return import_folder(path)
+        return _unique(import_folder(path))
     if path.suffix in (".yaml", ".yml") and path.is_file():
-        return load_suite_file(path)
+        return _unique(load_suite_file(path))
     for d in suite_dirs():
         cand = d / f"{spec}.yaml"
         if cand.is_file():
-            return load_suite_file(cand)
+            return _unique(load_suite_file(cand))
     raise ForgeInputError("suite", f"{spec!r} is neither a suite name ({', '.join(available()) or 'none found'}), "
                                    "a suite YAML file, nor a SOL-ExecBench problem / cann-bench task folder")
+
+
+def _unique(suite: Suite) -> Suite:
+    """Each case is tuned into a folder named after its key (source, operator, case id), so two
+    cases with one key would share a run: the second would be skipped as finished and reported
+    with the first one's results."""
+    seen: dict[str, str] = {}
+    for c in suite.cases:
+        what = f"{c.problem().short()}"
+        if c.key in seen:
+            raise ForgeInputError(f"{suite.origin or suite.name}: {c.source_name} case {c.case_id}",
+                                  f"appears twice ({seen[c.key]} and {what}); case ids must be unique "
+                                  "within an operator, since each case is tuned into a folder named after it")
+        seen[c.key] = what
+    return suite
 
 
 def _need(entry: dict[str, Any], key: str, where: str) -> Any:

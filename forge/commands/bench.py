@@ -15,6 +15,7 @@ from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
+from forge.report.progress import plural
 from forge.search.strategies import sampler_choices
 
 
@@ -64,7 +65,7 @@ def bench(
                                        f"{', '.join(names)}")
     name = Path(suite).name if Path(suite).exists() else suite
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
-    typer.echo(f"suite {s.name}: {len(s.cases)} cases, {len(s.unsupported)} unsupported; folder {bench_dir}")
+    typer.echo(f"suite {s.name}: {plural(len(s.cases), 'case')}, {len(s.unsupported)} unsupported; folder {bench_dir}")
     if not report_only:
         started = time.time()
         counts = run_bench(s, target, bench_dir, budget_per_case=budget_per_case,
@@ -86,8 +87,12 @@ def bench(
 
         with writing("--export-sol", export_sol):
             done = export(board, export_sol)
-        typer.echo(f"SOL export: {len(done['solutions'])} solutions, {done['traces']} trace lines, "
-                   f"{len(done['skipped'])} not exportable -> {export_sol}")
+        other = sum(1 for c in board["cases"] if c["source"] != "sol_execbench")
+        typer.echo(f"SOL export: {len(done['solutions'])} solutions"
+                   + ("" if board["target_kind"] == "cuda" else
+                      f" (solutions are CUDA sources; this bench is on {board['target']})")
+                   + f", {done['traces']} trace lines, {len(done['skipped'])} not exportable"
+                   + (f", {other} cases not from SOL-ExecBench left out" if other else "") + f" -> {export_sol}")
     if board["cases"] and not board["total"]["passed"]:
         # as `forge tune` without a correct variant: a script sees that the bench has no result
         typer.echo(f"no case of {bench_dir} passed: see the reasons in its report; exit status 1", err=True)

@@ -22,7 +22,8 @@ def _t(seconds: float | None, kind: str | None) -> str:
 
 
 def _x(v: float | None) -> str:
-    return "–" if v is None else f"{v:.3f}"
+    """A ratio to three decimals, or three significant digits where that would read 0.001."""
+    return "–" if v is None else f"{v:.3f}" if v >= 0.1 else f"{v:.3g}"
 
 
 def compare(
@@ -61,21 +62,30 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
                  rows, keys=("", "run"), wrap=("run", "config"))
     said = {"A": "A is faster", "B": "B is faster", "tie": "a tie (closer than the larger spread)"}
     con.print(f"B/A {_x(cmp['ratio'])}: {said.get(cmp['verdict'], cmp['verdict'])}"
-              + (" (one time measured, one modeled)" if cmp["kinds_differ"] else ""), highlight=False)
+              + (" (one time measured, one modeled)" if cmp["kinds_differ"]
+                 else " (both times modeled)" if a.get("time_kind") == "modeled" else ""), highlight=False)
 
 
 def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
     for name in ("A", "B"):
         about = cmp[name.lower()]
-        con.print(f"{name}: {about['path']} ({about['target']}, sampler {about.get('sampler', '?')}, seed "
+        con.print(f"{name}: {about['path']} (suite {about.get('suite', '?')}, {about['target']}, sampler "
+                  f"{about.get('sampler', '?')}, seed "
                   f"{about.get('seed', '?')}, budget {about['budget_per_case'] or 'default'}"
                   + ("" if about.get("bank", True) else ", --no-bank") + ")", highlight=False)
         if about.get("unfinished"):
             other = "B" if name == "A" else "A"
             con.print(f"[yellow]{name} is not finished[/yellow]: {escape(about['unfinished'])}; its cases not "
                       f"reached count as '{other} only'", soft_wrap=True)
+    if cmp.get("settings_differ"):
+        con.print(f"[yellow]other settings differ[/yellow]: {escape('; '.join(cmp['settings_differ']))}",
+                  soft_wrap=True)
     if cmp["only_a"] or cmp["only_b"]:
         con.print(f"cases in one bench only (not compared): A {cmp['only_a']}, B {cmp['only_b']}")
+    if cmp.get("mismatched"):
+        con.print(f"[yellow]{len(cmp['mismatched'])} case id(s) name another problem in each bench[/yellow] (not "
+                  "compared): " + escape("; ".join(f"{m['key']}: A {m['a']}, B {m['b']}" for m in cmp["mismatched"])),
+                  soft_wrap=True)
     head = ("operator", "compared", "B/A", "A faster", "B faster", "ties", "A only", "B only", "speedup A", "speedup B")
     summary = [(o["name"], str(o["compared"]), _x(o["geomean_ratio"]), str(o["a_faster"]), str(o["b_faster"]),
                 str(o["ties"]), str(o["a_only"]), str(o["b_only"]), _x(o["geomean_speedup_a"]),
@@ -88,12 +98,18 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
     for r in rows:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         cases.append((f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
-                      _t(r["a"]["time"], r["a"]["time_kind"]) if r["a"]["status"] == "PASSED" else r["a"]["status"],
-                      _t(r["b"]["time"], r["b"]["time_kind"]) if r["b"]["status"] == "PASSED" else r["b"]["status"],
+                      _case_time(r["a"]), _case_time(r["b"]),
                       _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else "")))
     print_fitted(con, ("case", "problem", "A", "B", "B/A", "faster"), cases, keys=("case", "problem"),
                  wrap=("problem",), right=("A", "B", "B/A"),
                  title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")
+
+
+def _case_time(side: dict[str, Any]) -> str:
+    """A case's best time, or its status; a case stopped part way is marked, its time a best so far."""
+    if side["status"] != "PASSED":
+        return side["status"]
+    return _t(side["time"], side["time_kind"]) + ("" if side.get("finished", True) else " (unfinished)")
 
 
 def register(app: typer.Typer) -> None:

@@ -14,7 +14,7 @@ from rich.markup import escape
 from forge.config import RESULTS_DIR
 from forge.errors import ForgeInputError, writing
 from forge.problem import Problem
-from forge.report.progress import fmt_seconds, make_console
+from forge.report.progress import fmt_seconds, make_console, plural
 from forge.report.tables import print_fitted
 from forge.results.lock import activity
 
@@ -43,13 +43,16 @@ def bench_row(path: Path) -> dict[str, Any]:
     # a case stopped part way has passed with its best so far: counted, and said
     partway = sum(1 for r in board["cases"] if r["status"] == "PASSED" and not r.get("finished", True))
     return {"kind": "bench", "path": str(path), "started": None,
-            "what": f"bench {board['suite']} ({total['cases']} cases)", "target": board["target"],
+            "what": f"bench {board['suite']} ({plural(total['cases'], 'case')})", "target": board["target"],
             "status": activity(path, state["finished"] == state["cases"]),
             "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed"
                         + (f" ({partway} of them stopped part way, best so far)" if partway else ""),
             "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None,
             # over each case's own baseline (the suite's reference kernel, or forge's unfused sequence)
-            "geomean_speedup": total["geomean_speedup"]}
+            "geomean_speedup": total["geomean_speedup"],
+            "geomean_kind": "modeled" if total["modeled"] and not total["measured"]
+                            else "measured" if total["measured"] and not total["modeled"]
+                            else "measured and modeled" if total["measured"] else None}
 
 
 def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
@@ -61,6 +64,7 @@ def print_rows(rows: list[dict[str, Any]], title: str, con: Console) -> None:
     for r in rows:
         best = f"{fmt_seconds(r['best'])} {r['best_kind']}" if r["best"] else "–"
         progress = r["progress"] + (f", geomean {r['geomean_speedup']:.2f}× over the cases' baselines"
+                                    + (f" ({r['geomean_kind']})" if r.get("geomean_kind") else "")
                                     if r.get("geomean_speedup") else "")
         path = Path(r["path"])       # a config's shape<i> run is named with its config's folder
         name = f"{path.parent.name}/{path.name}" if re.fullmatch(r"shape\d+", path.name) else path.name
@@ -77,14 +81,16 @@ def _times(x: float | None) -> str:
 
 def collect(folder: Path) -> list[dict[str, Any]]:
     """Every run folder (run.json) and bench folder (bench.json) directly under `folder`, and the
-    shape<i> runs of a config of several shapes one level down."""
+    shape<i> runs of a config of several shapes one level down; `folder` alone when it is one."""
     from forge.bench.runner import BENCH_FILE, RUN_FILE
 
     def kind_of(path: Path) -> str | None:
         return "bench" if (path / BENCH_FILE).is_file() else "run" if (path / RUN_FILE).is_file() else None
 
     found = []
-    for path in sorted(p for p in folder.iterdir() if p.is_dir()):
+    if kind_of(folder):          # a run or bench folder itself: its own row, not "no run here"
+        found.append(folder)
+    for path in sorted(p for p in folder.iterdir() if p.is_dir() and not kind_of(folder)):
         if kind_of(path):
             found.append(path)
         else:

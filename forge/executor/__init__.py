@@ -34,7 +34,7 @@ def refuse_device_without_one(measure: str, available: tuple[bool, str]) -> None
     answer (a Ray slot answers for its node)."""
     ok, why = available
     if measure == "device" and not ok:
-        raise ForgeInputError("measure", f"device measurement requested but {why}; allowed here: auto or model "
+        raise ForgeInputError("--measure", f"device measurement requested but {why}; allowed here: auto or model "
                                          "(times then modeled, and labelled so)")
 
 

@@ -27,6 +27,8 @@ VERDICTS = ("A", "B", "tie", "A only", "B only", "neither")
 
 
 def _board(path: Path, field: str) -> dict[str, Any]:
+    if not Path(path).exists():
+        raise ForgeInputError(field, f"{path}: no such folder")
     if not (Path(path) / BENCH_FILE).is_file():
         raise ForgeInputError(field, f"{path} is not a forge bench folder (no {BENCH_FILE})")
     return build_board(path)
@@ -51,41 +53,81 @@ def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> di
 def _about(path: str | Path, board: dict[str, Any]) -> dict[str, Any]:
     """What a bench was made with, and how far it got: the header of a comparison."""
     options = effective_options(board.get("options", {}))
-    return {"path": str(path), "target": board["target"], "budget_per_case": board.get("budget_per_case"),
-            "sampler": options.get("sampler"), "seed": options.get("seed"), "bank": options.get("bank") is not False,
-            "unfinished": board["state"]["line"]}
+    return {"path": str(path), "suite": board["suite"], "target": board["target"],
+            "budget_per_case": board.get("budget_per_case"), "sampler": options.get("sampler"),
+            "seed": options.get("seed"), "bank": options.get("bank") is not False,
+            "unfinished": board["state"]["line"], "options": options}
+
+
+def settings_differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
+    """The search and measurement settings the two benches do not share, beyond those the header
+    names (sampler, seed, budget, bank) and where their cases ran: what else a difference in time
+    may come from, such as a host check one bench skipped."""
+    from forge.bench.runner import PLACEMENT
+    from forge.config import flag_name
+
+    def text(flag: str, v: Any) -> str:
+        if flag.startswith("--no-"):                 # the setting is False when the flag was given
+            return f"{'with' if v is False else 'without'} {flag}"
+        return f"{flag} {v}"
+
+    named = {"sampler", "seed", "bank", *PLACEMENT}
+    return [f"A {text(flag_name(k), a['options'].get(k))}, B {text(flag_name(k), b['options'].get(k))}"
+            for k in sorted(set(a["options"]) | set(b["options"]))
+            if k not in named and a["options"].get(k) != b["options"].get(k)]
+
+
+PROBLEM = ("op", "shape", "dtype", "attrs")
 
 
 def compare_benches(path_a: str | Path, path_b: str | Path) -> dict[str, Any]:
-    """Case rows joined on the case key, and per benchmark operator the geomean of B/A over the
-    cases both passed, with win/tie counts."""
+    """Case rows joined on the case key (source, operator, case id) where both benches tuned the
+    same problem for it, and per benchmark operator the geomean of B/A over the cases both passed,
+    with win/tie counts. A key whose problem differs (another suite, or an edited suite file) is
+    listed apart: the two times are of different problems."""
     a, b = _board(Path(path_a), "A"), _board(Path(path_b), "B")
     rows_b = {r["key"]: r for r in b["cases"]}
     keys_a = {r["key"] for r in a["cases"]}
-    cases, groups = [], OrderedDict()
+    cases, groups, mismatched = [], OrderedDict(), []
     for ra in a["cases"]:
         rb = rows_b.get(ra["key"])
         if rb is None or ra["status"] == rb["status"] == UNSUPPORTED:
             continue
+        if ra.get("op") and rb.get("op") and any(ra[k] != rb[k] for k in PROBLEM):
+            mismatched.append({"key": ra["key"], "a": _problem(ra), "b": _problem(rb)})
+            continue
         row = {"key": ra["key"], "name": ra["source_name"], "case_id": ra["case_id"], "op": ra["op"],
                "shape": ra["shape"], "dtype": ra["dtype"],
-               "a": {k: ra.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
-               "b": {k: rb.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason")},
+               "a": {k: ra.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason", "finished")},
+               "b": {k: rb.get(k) for k in ("status", "time", "time_kind", "spread", "speedup", "reason", "finished")},
                **_outcome(ra, rb, ra["status"] == "PASSED", rb["status"] == "PASSED")}
         cases.append(row)
         groups.setdefault((ra["source"], ra["source_name"]), []).append(row)
+    about_a, about_b = _about(path_a, a), _about(path_b, b)
+    if not cases:
+        raise ForgeInputError("B", f"{path_b} (suite {b['suite']}) has no case of the same problem as {path_a} "
+                                   f"(suite {a['suite']})" + (f"; {len(mismatched)} case ids are shared but "
+                                                              "tune other problems" if mismatched else "")
+                                   + ": nothing to compare")
     operators = [_summary(name, grp) | {"source": source} for (source, name), grp in groups.items()]
-    return {"a": _about(path_a, a), "b": _about(path_b, b),
-            "cases": cases, "operators": operators, "total": _summary("all", cases),
+    return {"a": about_a, "b": about_b, "settings_differ": settings_differ(about_a, about_b),
+            "cases": cases, "operators": operators, "total": _summary("all", cases), "mismatched": mismatched,
             "only_a": len(keys_a - rows_b.keys()), "only_b": len(rows_b.keys() - keys_a)}
 
 
+def _problem(row: dict[str, Any]) -> str:
+    return Problem(op=row["op"], shape=row["shape"], dtype=row["dtype"], attrs=row["attrs"]).short()
+
+
 def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
+    """Counts over `rows`; the geomeans over the cases both benches passed, so the two speedups and
+    B/A are figures of one set of cases."""
     count = {v: sum(1 for r in rows if r["verdict"] == v) for v in VERDICTS}
-    return {"name": name, "cases": len(rows), "compared": sum(1 for r in rows if r["ratio"] is not None),
-            "geomean_ratio": scores.geomean(r["ratio"] for r in rows if r["ratio"] is not None),
-            "geomean_speedup_a": scores.geomean_speedup([r["a"]["speedup"] for r in rows]),
-            "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in rows]),
+    both = [r for r in rows if r["ratio"] is not None]
+    return {"name": name, "cases": len(rows), "compared": len(both),
+            "geomean_ratio": scores.geomean(r["ratio"] for r in both),
+            "geomean_speedup_a": scores.geomean_speedup([r["a"]["speedup"] for r in both]),
+            "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in both]),
             "a_faster": count["A"], "b_faster": count["B"], "ties": count["tie"],
             "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"]}
 

@@ -81,7 +81,11 @@ def _pct(x: Any) -> str:
 
 
 def _us(x: Any) -> str:
-    return "—" if x is None else f"{x * 1e6:.3g}"
+    """Seconds as µs to three significant digits, whole µs from 1000 up (not 2.11e+03)."""
+    if x is None:
+        return "—"
+    us = x * 1e6
+    return f"{us:.0f}" if us >= 1000 else f"{us:.3g}"
 
 
 def _shape(s: dict | None) -> str:

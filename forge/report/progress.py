@@ -24,6 +24,11 @@ def fmt_best(best: float | None, kind: str) -> str:
     return f"{fmt_seconds(best)} ({kind})" if best is not None else "—"
 
 
+def plural(n: int, noun: str) -> str:
+    """'1 case', '2 cases'."""
+    return f"{n} {noun}" if n == 1 else f"{n} {noun}s"
+
+
 def fmt_seconds(t: float | None) -> str:
     if t is None:
         return "—"
