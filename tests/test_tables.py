@@ -62,3 +62,13 @@ def test_a_table_too_wide_for_the_terminal_becomes_records_with_named_values():
     assert "target: ascend910b2 · state: complete · progress: 8 of 8 variants · best: 25 µs modeled · × unfused: 3.42×" \
         in body and "× vendor" not in body                      # an empty value is left out
     assert all(len(x) <= 80 and x == x.rstrip() for x in lines)
+
+
+def test_a_terminal_too_narrow_for_the_numbers_alone_lists_records():
+    """Below the width of the number columns, cutting them would drop units and ranks: records."""
+    text = board(60)
+    assert "┃" not in text and "…" not in text
+    body = " ".join(text.split())
+    assert "2 (tie #1) config: block_kv=128" in body and "median: 1.51 ms * · spread: 270 µs · kind: measured" in body
+    records = text[text.index("leaderboard\n"):text.index("* re-measured")]
+    assert all(len(x) <= 60 for x in records.splitlines())

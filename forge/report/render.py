@@ -16,7 +16,7 @@ from forge.problem import Problem
 from forge.targets import all_targets, get_target
 from forge.report.leaderboard import Leaderboard, to_json
 from forge.report.progress import fmt_seconds
-from forge.report.tables import make_table, print_indented, width_left
+from forge.report.tables import print_fitted, make_table, print_indented, width_left
 from forge.results.lock import folder_holder, holder_text
 from forge.results.remeasure import describe
 from forge.variant import config_text
@@ -199,12 +199,17 @@ def print_leaderboard(lb: Leaderboard, console: Console, top: int = 10) -> None:
                 t.add_row(*(Text(row[i]) for i in keep))
             return t
 
-        # A terminal too narrow for the configs beside the numbers gets them listed below the table.
-        narrow = width_left(console, table(False)) < CONFIG_MIN_WIDTH
-        console.print(table(not narrow))
-        if narrow:
-            for r in lb.rows[:top]:
-                print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
+        # A terminal too narrow for the configs beside the numbers gets them listed below the table;
+        # one too narrow for the numbers alone gets one record per row, so no number is cut.
+        left = width_left(console, table(False))
+        if left < -3:
+            print_fitted(console, columns, cells, keys=(columns[0],), wrap={"config"}, title="leaderboard")
+        else:
+            narrow = left < CONFIG_MIN_WIDTH
+            console.print(table(not narrow))
+            if narrow:
+                for r in lb.rows[:top]:
+                    print_indented(console, config_text(r.config), 6, first=f"  #{r.rank}: ")
     lines = notes(lb, top)
     for line in lines[:-1] if not lb.rows else lines:
         console.print(line, highlight=False, markup=False)
