@@ -92,8 +92,10 @@ class Bank:
         old = self.get(key)
         retimed = (retime and old is not None and entry["config"] == old["config"] and same_standing(entry, old)
                    and float(entry["median"]) != float(old["median"]))
-        # the two searches together stand for at least the deeper one
-        searched = max(int(entry.get("searched") or 0), int(old.get("searched") or 0) if old else 0)
+        # two searches of one standing together stand for at least the deeper one; a stale or
+        # other-kind entry's search says nothing of what this code finds, so it adds no depth
+        searched = max(int(entry.get("searched") or 0),
+                       int(old.get("searched") or 0) if old and same_standing(entry, old) else 0)
         if old is not None and not retimed and not replaces(entry, old):
             if searched > int(old.get("searched") or 0):   # a deeper search found nothing faster
                 self.conn.execute("UPDATE entries SET searched = ? WHERE key = ?", (searched, key))

@@ -269,10 +269,12 @@ def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypa
     from forge.config import TuneSettings
 
     old = {"op": P.op, "shape": P.shape, "dtype": P.dtype, "attrs": P.attrs, "target": "cpu",
-           "config": {"tile": 1}, "median": 1e-9, "time_kind": "measured", "code": "0123456789abcdef"}
+           "config": {"tile": 1}, "median": 1e-9, "time_kind": "measured", "code": "0123456789abcdef",
+           "searched": 100}
     assert offer_entries([old]) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0}
     assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
     assert bank_offer([rec(5e-6)]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0}  # slower, but current
+    # and it stands for its own search only: the stale entry's 100 trials searched other code
     assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured", 0) and not bank_stale(P, "cpu")
     assert offer_entries([old]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}  # stale never replaces current
     with Bank() as b:
