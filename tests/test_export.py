@@ -5,6 +5,7 @@ files its launcher reads. (The CPU export is built and run in tests/test_tuner.p
 from __future__ import annotations
 
 import numpy as np
+import pytest
 
 from forge.backends import get_backend
 from forge.ops import get_op
@@ -32,6 +33,16 @@ def test_a_cuda_export_holds_the_harness_its_launches_and_inputs_of_the_plans_si
             assert len(files[f"{b.name}.bin"]) == b.nbytes and f"buffer {b.name} in {b.nbytes} {b.name}.bin" in spec
     assert "harness.cu" in files and "./forge_harness spec.txt" in files["run.sh"]
     assert " ".join(backend.flags()) in files["run.sh"]
+
+
+@pytest.mark.parametrize("target", ["cpu", "h100", "ascend910b2"])
+def test_every_exported_run_sh_runs_from_its_own_folder(target):
+    """forge show says "on the device: <folder>/run.sh": run from anywhere, it finds its files."""
+    backend = get_backend(target)
+    p = get_op("rmsnorm").problem({"M": 64, "N": 1024}, "float16" if target != "cpu" else "float32")
+    v = first_valid(backend, p)
+    run = {**backend.generate(v).files, **backend.export_files(v, seed=0)}["run.sh"]
+    assert run.splitlines()[1:].index('cd "$(dirname "$0")"') < 5, run
 
 
 def test_an_ascend_export_holds_the_inputs_its_launcher_reads():
