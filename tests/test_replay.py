@@ -216,6 +216,27 @@ def test_cli_export_round_trips(tmp_path):
     assert missing.exit_code == 2 and "absent" in missing.output
 
 
+def test_a_run_exported_keeps_a_point_rejected_after_its_build_as_a_failure(tmp_path):
+    """A variant ptxas rejected for spills cost its compile: in the replayed space it is a failed
+    evaluation, not an infeasible point (one rejected before any build stays absent)."""
+    from forge.backends.replay.from_run import cache_doc_from_run
+    from forge.results import Record, Store
+
+    store = Store.for_run(tmp_path)
+    base = dict(run_id="r", op="softmax", shape={"M": 8, "N": 64}, dtype="float32", target="h100", phase="search")
+    for n, (status, built) in enumerate((("ok", True), ("invalid", True), ("invalid", False))):
+        store.add(Record(**base, variant_key=f"v{n}", config={"t": n}, status=status, trial=n,
+                         timings=[1e-6] * 3 if status == "ok" else [], source_hash="abc" if built else "",
+                         extra={"build_seconds": 0.5}))
+    store.close()
+    (tmp_path / "run.json").write_text(json.dumps({
+        "status": "complete", "problem": {"op": "softmax", "shape": {"M": 8, "N": 64}, "dtype": "float32", "attrs": {}},
+        "target": {"name": "h100", "description": "H100"}, "space": {"params": {"t": [0, 1, 2]}, "valid": 3}}))
+    cache = cache_doc_from_run(tmp_path)["cache"]
+    assert set(cache) == {"0", "1"} and cache["1"]["time"] == "CompilationFailedConfig"
+    assert cache["1"]["compile_time"] == 500.0                       # what replaying it costs
+
+
 def test_space_anatomy_tail_and_its_random_hit_chance(capsys):
     """benchmarks/space_anatomy.py: the exact chance of drawing one of k marked points matches
     enumeration, and on convolution it finds the 37-point tail benchmarks/search_design_log.md argues from."""

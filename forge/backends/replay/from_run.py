@@ -7,8 +7,10 @@ valid count>`) is a complete tuning space measured by forge itself; written in t
 
 Mapping: the run's space (run.json `space.params`) gives `tune_params`; each search-phase record
 gives one cache entry — `time` is the median in ms for an `ok` record, Kernel Tuner's failure
-marker for a compile error, crash, hang or wrong result, and absent for an `invalid` one (a point
-a constraint rejects is infeasible, as in the cache format). `compile_time` is the record's
+marker for a compile error, crash, hang or wrong result, and absent for an `invalid` one that a
+constraint rejected before any build (infeasible, as in the cache format). A point rejected after
+its build (ptxas reporting register spills) cost a compile, as a compile error does, and is
+recorded as one. `compile_time` is the record's
 `build_seconds` where the run kept it (0 for a cache hit, and for runs made before it was kept),
 `benchmark_time` the sum of its timed repetitions. A run whose times were modeled (no device)
 says so in `device_name` and `forge_run.time_kind`.
@@ -24,7 +26,7 @@ from forge.errors import ForgeInputError
 from forge.results import load
 
 # forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
-_FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "runtime_error": "RuntimeFailedConfig",
+_FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "invalid": "CompilationFailedConfig", "runtime_error": "RuntimeFailedConfig",
                    "timeout": "RuntimeFailedConfig", "incorrect": "RuntimeFailedConfig"}
 
 
@@ -49,7 +51,7 @@ def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
     cache: dict[str, dict[str, Any]] = {}
     kinds = set(df.loc[df["status"] == "ok", "time_kind"])
     for rec in df.itertuples(index=False):
-        if rec.status == "invalid":
+        if rec.status == "invalid" and not rec.source_hash:    # rejected by a constraint before any build
             continue
         config = rec.config
         entry: dict[str, Any] = {k: config[k] for k in keys}
