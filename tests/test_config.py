@@ -193,6 +193,10 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
                           capture_output=True, text=True, timeout=300)           # what --resume may change
     assert more.returncode == 0, more.stderr[-2000:]
     assert json.loads((tmp_path / "r" / "shape0" / "run.json").read_text())["evaluated"] == 3
+    back = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
+                          text=True, timeout=300)         # the config's smaller budget: kept as searched
+    assert back.returncode == 0 and back.stderr.count("tuned already, kept") == 2, back.stderr[-2000:]
+    assert "3 of 3 variants" in back.stdout and "of 2 variants" not in back.stdout
     other = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--reps", "3"],
                            capture_output=True, text=True, timeout=120)
     assert other.returncode == 2 and "holds a run of other settings (reps)" in other.stderr, other.stderr[-2000:]
