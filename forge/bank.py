@@ -334,7 +334,10 @@ def check_entry(e: Any, where: str) -> None:
     if not isinstance(e["config"], dict):
         raise ForgeInputError(f"{where}.config", "must be a mapping of parameter to value")
     if is_current(e):
-        space = get_backend(e["target"], measure="model").space(problem)
+        try:                 # a problem the target does not take (float32 attention on a GPU)
+            space = get_backend(e["target"], measure="model").space(problem)
+        except ForgeInputError as exc:
+            raise ForgeInputError(f"{where}.{exc.field}", str(exc).removeprefix(f"{exc.field}: ")) from None
         try:
             space.indices(e["config"])
             why = space.check(e["config"])

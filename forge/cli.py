@@ -274,8 +274,9 @@ def _print_report(run: Path) -> bool:
 
 @app.command()
 def report(
-    run: Path = typer.Argument(..., help="run folder"),
-    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="also write md | json | csv (| html when available)"),
+    run: Path = typer.Argument(..., help="run folder or bench folder"),
+    fmt: Optional[str] = typer.Option(None, "--format", "-f", help="also write html | md | json | csv (a bench "
+                                                                    "folder: html | md | json)"),
     output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>)"),
     top: Optional[int] = typer.Option(None, min=1, help="rows shown in the terminal (default 10; a bench's "
                                                           "cases: 60)"),

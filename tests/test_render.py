@@ -106,6 +106,9 @@ def test_a_shift_of_every_remeasured_variant_beyond_its_spread_is_reported(tmp_p
     assert "moved likewise (1.30x): this machine ran at another speed" in describe(Shift(1.5, 2, 1.3))
     assert "did not (1.10x): the search times of the best were low draws" in describe(Shift(1.5, 2, 1.1))
     assert "did not (0.70x)" in describe(Shift(1.5, 2, 0.7)) and "1.25x faster" in describe(Shift(0.8, 2, 0.8))
+    # rows without * are spoken of only where the leaderboard has some
+    assert "Rows without *" in describe(Shift(1.5, 2, 1.1)) and "Rows without" not in describe(Shift(1.5, 2, 1.1),
+                                                                                                others=False)
 
     p = Problem(**PROBLEM)
     (tmp_path / "run.json").write_text(json.dumps({"problem": PROBLEM, "measured": True, "status": "complete",

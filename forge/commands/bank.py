@@ -77,8 +77,10 @@ def export(file: Path = typer.Argument(..., help="JSON file to write")) -> None:
 
 @bank_app.command("import")
 def import_(file: Path = typer.Argument(..., help="JSON file from `forge bank export`")) -> None:
-    """Merge an export: an entry replaces the bank's only when it beats it (an entry made by another
-    version of the target's generators or model never replaces one made by this version)."""
+    """Merge an export: an entry replaces the bank's only when it beats it.
+
+    An entry made by another version of the target's generators or model never replaces one made
+    by this version."""
     _check_bank()
     typer.echo(f"imported {file} into {bank_path()}: {offer_summary(import_bank(file))}")
 

@@ -140,9 +140,10 @@ def _how_forge_checked(row: Any) -> str:
 def show(run: Path = typer.Argument(..., help="run folder"),
          rank: int = typer.Argument(1, help="leaderboard rank"),
          file: Optional[str] = typer.Option(None, help="another generated file (launcher, CMakeLists.txt, …)"),
-         export: Optional[Path] = typer.Option(None, "--export", help="write every generated file (and the "
-                                               "variant's description) to this new folder, e.g. to build it "
-                                               "on the device")) -> None:
+         export: Optional[Path] = typer.Option(None, "--export", help="write to this new folder what builds, runs "
+                                               "and checks the variant on the device: its generated files, "
+                                               "full-size inputs, the float64 reference's output, run.sh, "
+                                               "check.py and forge_variant.json")) -> None:
     """Print the generated source of a ranked variant, with its config."""
     from forge.backends import get_backend
     from forge.config import TuneSettings

@@ -99,7 +99,7 @@ def headline(lb: Leaderboard) -> list[str]:
     if lb.measured:
         lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
         if lb.remeasure:
-            lines.append(describe(lb.remeasure))
+            lines.append(describe(lb.remeasure, others=not all(r.remeasured for r in lb.rows)))
         disturbed = [f"#{r.rank}" for r in lb.rows if r.remeasured and r.spread > r.median]
         if disturbed:
             lines.append(f"re-measure disturbed: the repetitions of {', '.join(disturbed)} spread wider than "

@@ -75,21 +75,21 @@ def shift_of_records(records: list[Record]) -> Shift | None:
     return Shift(factor, len(pairs), statistics.median(again) if again else None)
 
 
-def describe(shift: Shift) -> str:
+def describe(shift: Shift, others: bool = True) -> str:
     """One line for the report's headline: what the re-measure found and, from the baselines, why;
-    the rows not re-measured are read differently in each case."""
+    the rows not re-measured (`others`: the run has some) are read differently in each case."""
     how = f"{shift.factor:.2f}x slower" if shift.factor > 1 else f"{1 / shift.factor:.2f}x faster"
     head = (f"the {shift.count} re-measured variants (*) ran {how} at the end than in the search, each by more "
             "than its spread")
     lucky = ("a time from one run of a few repetitions varies from run to run by more than its spread, and "
              "the best of many such times is the luckiest")
     rest = ("Rows without * carry search-time medians, which do not compare with the * rows' times; each was "
-            "slower than every * row in the search")
+            "slower than every * row in the search") if others else ""
     if shift.host_changed:
         return (f"{head}; the baselines, timed again, moved likewise ({shift.baselines:.2f}x): this machine ran "
-                f"at another speed at the end. {rest}")
+                f"at another speed at the end. {rest}".rstrip())
     if shift.baselines is not None:
         return (f"{head}; the baselines, timed again, did not ({shift.baselines:.2f}x): the search times of the "
-                f"best were low draws ({lucky}). The * times are the better estimate. {rest}")
+                f"best were low draws ({lucky}). The * times are the better estimate. {rest}".rstrip())
     return (f"{head}: either this machine ran at another speed at the end, or the search times of the best "
-            f"were low draws ({lucky}). {rest}")
+            f"were low draws ({lucky}). {rest}".rstrip())
