@@ -92,10 +92,12 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     # DRAM traffic: A is re-read once per column of tiles and B once per row of tiles unless L2 holds
     # them; grouped rasterisation keeps GROUP_M rows of tiles' B in L2 (an estimate).
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
-    reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * elt else 1.0
+    # The output is written once whatever the rasterisation: only the operands are re-read.
+    operands = (s["M"] * s["K"] + s["K"] * s["N"]) * elt
+    reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < operands else 1.0
     est = {"threads": int(threads(c)), "smem": smem, "est_regs": int(acc_regs(c)) + REG_OVERHEAD,
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) * reread + split_k_bytes(p, c), "tensor_core": True,
+           "bytes_moved": op.min_bytes(p) + operands * (reread - 1) + split_k_bytes(p, c), "tensor_core": True,
            # element-wise copies are synchronous: loads no longer overlap the math
            "pipelined": a_vec > 1 and b_vec > 1,
            "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),

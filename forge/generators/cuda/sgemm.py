@@ -75,10 +75,12 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     buffers, launches = gemm_io(p, c, "forge_sgemm", n_tiles, int(threads(c)), 0)
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
     # A is re-read once per column of tiles and B once per row of tiles unless L2 holds them
-    reread = max(1.0, min(tm, tn) / 4) if arch.l2_bytes < (s["M"] * s["K"] + s["K"] * s["N"]) * F32 else 1.0
+    # (the output is written once: only the operands are re-read)
+    operands = (s["M"] * s["K"] + s["K"] * s["N"]) * F32
+    reread = max(1.0, min(tm, tn) / 4) if arch.l2_bytes < operands else 1.0
     est = {"threads": int(threads(c)), "smem": int(smem_bytes(c)), "est_regs": int(regs(c)),
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) * reread + split_k_bytes(p, c), "tensor_core": False,
+           "bytes_moved": op.min_bytes(p) + operands * (reread - 1) + split_k_bytes(p, c), "tensor_core": False,
            # loads are synchronous (registers -> shared memory, then a barrier): no overlap with the math
            "pipelined": False, "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),
            "smem_bytes_per_flop": (c["thread_m"] + c["thread_n"]) * F32 / (2.0 * c["thread_m"] * c["thread_n"])}
