@@ -339,10 +339,26 @@ def test_interrupted_run_is_resumed_and_complete_run_skipped(tmp_path, fake_tune
     (d8 / "run.json").write_text(json.dumps({"status": "running"}))     # killed mid-run, no marker
     (d64 / "run.json").write_text(json.dumps({"status": "complete"}))   # finished, marker lost
     resumed = []
-    sys.modules["forge.tuner"].resume = lambda run_dir: resumed.append(Path(run_dir)) or Path(run_dir)
+    sys.modules["forge.tuner"].resume = lambda run_dir, **kw: resumed.append((Path(run_dir), kw)) or Path(run_dir)
     counts = run_bench(suite, "cpu", tmp_path)
-    assert resumed == [d8] and tuner.calls == []
+    # resumed where this invocation runs (the local executor: no flag given), not where it began
+    assert resumed == [(d8, {"executor": "local", "ray_address": None, "devices": 1})] and tuner.calls == []
     assert counts == {"tuned": 1, "skipped": 1, "failed": 0}
+
+
+def test_a_placement_error_stops_the_bench_and_refuses_no_case(tmp_path, fake_tuner):
+    """A Ray cluster gone, a device missing: not the case's doing, so never a final refusal that a
+    rerun would skip as finished."""
+    fake_tuner({8: ([5], 9, None, "measured")})
+    sys.modules["forge.tuner"].tune = lambda s: (_ for _ in ()).throw(
+        ForgeInputError("--ray-address", "no Ray cluster answers at 127.0.0.1:1"))
+    with pytest.raises(ForgeInputError, match="--ray-address"):
+        run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path)
+    assert not (tmp_path / "cases" / "cannbench-softmax_h64-8" / CASE_MARKER).exists()
+    with pytest.raises(ForgeInputError, match="no Ray cluster answers at 127.0.0.1:1"):      # checked up front
+        run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "x",
+                  options={"executor": "ray", "ray_address": "127.0.0.1:1"})
+    assert not (tmp_path / "x").exists()
 
 
 def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_tuner):

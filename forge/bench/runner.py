@@ -103,6 +103,12 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
     check_placement(opts.devices, opts.executor, backend, opts.ray_address)
     if opts.executor == "local":
         refuse_device_without_one(opts.measure, backend.measure_available())
+    else:               # a cluster nothing answers at would refuse every case the same way
+        import os
+
+        from forge.executor.ray_executor import check_reachable
+
+        check_reachable(opts.ray_address or os.environ.get("RAY_ADDRESS"))
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
@@ -167,7 +173,9 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         try:
             if state is not None and hasattr(tuner, "resume"):
                 say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
-                run_dir = tuner.resume(cdir)
+                # where it runs is this invocation's, as for the cases not started yet
+                placement = effective_options(options or {})
+                run_dir = tuner.resume(cdir, **{k: placement.get(k) for k in PLACEMENT})
             else:
                 say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.problem().short()}"
                     + time_left(spent, len(suite.cases) - i + 1))
@@ -181,6 +189,8 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         except FolderInUse:
             raise               # another forge is tuning this case: not a refusal, nothing to record
         except ForgeInputError as exc:
+            if exc.field.lstrip("-").replace("-", "_") in (*PLACEMENT, "measure"):
+                raise         # where or how to measure, not the case: the whole bench's input error
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}
             counts["failed"] += 1
