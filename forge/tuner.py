@@ -254,7 +254,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 
-        check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"))   # before anything is written
+        check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"),
+                        field="--ray-address" if settings.ray_address else "RAY_ADDRESS")   # before anything is written
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
     from forge.bench.runner import BENCH_FILE
 
@@ -272,20 +273,28 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         if settings.executor == "ray":
             where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
             console.print(f"[dim]ray: {escape(where)}, {plural(settings.devices, 'device slot')}…[/dim]")
-        executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
-                                 ray_address=settings.ray_address, devices=settings.devices)
+        executor: Executor | None = None
         try:
+            # inside the interrupt handling: starting a Ray cluster takes seconds, and a Ctrl-C then
+            # deserves the same clear word as one during the search
+            executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
+                                     ray_address=settings.ray_address, devices=settings.devices)
             info = _start(ctx, executor, space, enum, enum_seconds, resume)
             measure_baselines(ctx, executor)
             _search(ctx, enum, executor)
             _final(ctx, executor)
         except KeyboardInterrupt:
-            console.print(f"interrupted after {_variants(ctx.evaluated)}; everything evaluated is recorded. "
-                          f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
-                          soft_wrap=True)
+            if (run_dir / RUN_FILE).is_file():
+                console.print(f"interrupted after {_variants(ctx.evaluated)}; everything evaluated is recorded. "
+                              f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
+                              soft_wrap=True)
+            else:
+                console.print(f"interrupted before the run started: nothing was evaluated; run the same command "
+                              f"again (--out {run_dir}) to start it", markup=False, highlight=False, soft_wrap=True)
             raise
         finally:
-            executor.close()
+            if executor is not None:
+                executor.close()
         _offer_to_bank(ctx)
         info.update(status="complete", finished=time.time(), evaluated=ctx.evaluated)
         _write_run_file(run_dir, info)

@@ -386,6 +386,19 @@ def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_a_ray_address_is_checked_and_named_where_it_came_from(monkeypatch):
+    """A port outside 1-65535 is malformed, not "connection refused"; an address read from the
+    environment is named RAY_ADDRESS, not a flag the user never typed."""
+    from forge.errors import ForgeInputError
+    from forge.executor.ray_executor import check_reachable
+
+    with pytest.raises(ForgeInputError, match=r"--ray-address: '127.0.0.1:99999': expected host:port"):
+        check_reachable("127.0.0.1:99999")
+    monkeypatch.setenv("RAY_ADDRESS", "garbage")
+    with pytest.raises(ForgeInputError, match=r"^RAY_ADDRESS: 'garbage': expected host:port"):
+        tune(settings(Path("/nonexistent/run"), executor="ray"), console=QUIET)
+
+
 def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     """A folder of runs read at a glance: a finished run, one interrupted (run.json still says
     running, no process holds it) and one a process holds, each with its progress and best."""

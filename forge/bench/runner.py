@@ -108,7 +108,8 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
 
         from forge.executor.ray_executor import check_reachable
 
-        check_reachable(opts.ray_address or os.environ.get("RAY_ADDRESS"))
+        check_reachable(opts.ray_address or os.environ.get("RAY_ADDRESS"),
+                        field="--ray-address" if opts.ray_address else "RAY_ADDRESS")
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,

@@ -73,7 +73,7 @@ class _DeviceSlot:
         return self.backend.baselines(problem, self.cache_dir, **kwargs)
 
 
-def check_reachable(address: str | None, timeout: float = 5.0) -> None:
+def check_reachable(address: str | None, timeout: float = 5.0, field: str = "--ray-address") -> None:
     """Fail fast on a Ray address nothing answers at: ray.init would otherwise retry for minutes.
     Only `host:port` and `ray://host:port` forms are checked ("auto" and "local" are Ray's own)."""
     import socket
@@ -84,14 +84,39 @@ def check_reachable(address: str | None, timeout: float = 5.0) -> None:
         return
     hostport = address.split("://", 1)[-1]
     host, _, port = hostport.rpartition(":")
-    if not host or not port.isdigit():
-        raise ForgeInputError("--ray-address", f"{address!r}: expected host:port, ray://host:port, auto or local")
+    if not host or not port.isdigit() or not 0 < int(port) < 65536:
+        raise ForgeInputError(field, f"{address!r}: expected host:port, ray://host:port, auto or local")
     try:
         socket.create_connection((host, int(port)), timeout=timeout).close()
     except OSError as exc:
-        raise ForgeInputError("--ray-address", f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
+        raise ForgeInputError(field, f"no Ray cluster answers at {address} ({exc.strerror or exc}); "
                                                "start one with `ray start --head` or leave the address unset "
                                                "for a local cluster") from None
+
+
+def _start_ray(ray: Any, address: str | None, field: str) -> None:
+    """ray.init: a local cluster sized to this machine, or the one at `address`. Where `ray start`
+    already runs a cluster on this machine, ray.init joins it by itself and takes no size; a
+    cluster that cannot be joined is the address's input error, not a traceback."""
+    from forge.errors import ForgeInputError
+
+    def start(**kwargs: Any) -> None:
+        _keeping_signal_handlers(lambda: ray.init(ignore_reinit_error=True, log_to_driver=False,
+                                                  logging_level="ERROR", **kwargs))
+
+    try:
+        if address:
+            start(address=address)
+            return
+        try:
+            start(num_cpus=max(2, len(os.sched_getaffinity(0))), include_dashboard=False)
+        except ValueError as exc:
+            if "existing cluster" not in str(exc):
+                raise
+            start()
+    except (ValueError, ConnectionError, RuntimeError) as exc:
+        raise ForgeInputError(field, f"cannot join the Ray cluster at {address or 'this machine'}: "
+                                     f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
 
 
 def _build_task(backend: Backend, variant, cache_dir: str) -> Artifact:
@@ -140,12 +165,10 @@ class RayExecutor(Executor):
         super().__init__(backend, cache_dir, build_workers)
         ray = _ray()
         if not ray.is_initialized():
+            field = "--ray-address" if address else "RAY_ADDRESS"
             address = address or os.environ.get("RAY_ADDRESS")
-            check_reachable(address)
-            kwargs = {"address": address} if address else {"num_cpus": max(2, len(os.sched_getaffinity(0))),
-                                                          "include_dashboard": False}
-            _keeping_signal_handlers(lambda: ray.init(ignore_reinit_error=True, log_to_driver=False,
-                                                      logging_level="ERROR", **kwargs))
+            check_reachable(address, field=field)
+            _start_ray(ray, address, field)
         self.ray = ray
         self._exclusive = bool(getattr(backend, "measures_on_host", False))
         check_placement(devices, "ray", backend)
