@@ -97,7 +97,8 @@ class Bank:
         searched = max(int(entry.get("searched") or 0),
                        int(old.get("searched") or 0) if old and same_standing(entry, old) else 0)
         if old is not None and not retimed and not replaces(entry, old):
-            if searched > int(old.get("searched") or 0):   # a deeper search found nothing faster
+            # a deeper search of the same standing found nothing faster
+            if same_standing(entry, old) and searched > int(old.get("searched") or 0):
                 self.conn.execute("UPDATE entries SET searched = ? WHERE key = ?", (searched, key))
             return "kept"
         # the banked config itself, now measured (it was modeled) or made by this forge's code: its time

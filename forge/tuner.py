@@ -274,23 +274,27 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
             console.print(f"[dim]ray: {escape(where)}, {plural(settings.devices, 'device slot')}…[/dim]")
         executor: Executor | None = None
+        started = False
         try:
             # inside the interrupt handling: starting a Ray cluster takes seconds, and a Ctrl-C then
             # deserves the same clear word as one during the search
             executor = make_executor(settings.executor, backend, CACHE_DIR, build_workers=settings.build_workers,
                                      ray_address=settings.ray_address, devices=settings.devices)
             info = _start(ctx, executor, space, enum, enum_seconds, resume)
+            started = True
             measure_baselines(ctx, executor)
             _search(ctx, enum, executor)
             _final(ctx, executor)
         except KeyboardInterrupt:
             if (run_dir / RUN_FILE).is_file():
-                console.print(f"interrupted after {_variants(ctx.evaluated)}; everything evaluated is recorded. "
+                done = f"after {_variants(ctx.evaluated)}" if started else "while starting, before evaluating more"
+                console.print(f"interrupted {done}; everything evaluated is recorded. "
                               f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
                               soft_wrap=True)
             else:
-                console.print(f"interrupted before the run started: nothing was evaluated; run the same command "
-                              f"again (--out {run_dir}) to start it", markup=False, highlight=False, soft_wrap=True)
+                console.print(f"interrupted before the run started: nothing was evaluated, and {run_dir} holds "
+                              "nothing to resume; start the run again", markup=False, highlight=False,
+                              soft_wrap=True)
             raise
         finally:
             if executor is not None:
@@ -345,8 +349,12 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
     return info
 
 
-def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> Path:
-    """Continue an interrupted run with its own settings (budgets may be raised by overrides)."""
+def resume(run_dir: Path, console: Console | None = None, replace_placement: bool = False,
+           **overrides: Any) -> Path:
+    """Continue an interrupted run with its own settings (budgets may be raised by overrides).
+    `replace_placement`: the overrides' executor, ray_address and devices replace the run's, None
+    included (a bench rerun states where all its cases run; `forge tune --resume` changes only what
+    its flags give)."""
     info = read_run_file(run_dir)
     if not isinstance(info.get("settings"), dict):
         raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
@@ -357,6 +365,8 @@ def resume(run_dir: Path, console: Console | None = None, **overrides: Any) -> P
         store.close()
     data = dict(info["settings"])
     data.update({k: v for k, v in overrides.items() if v is not None})
+    if replace_placement:
+        data.update({k: overrides.get(k) for k in ("executor", "ray_address", "devices") if k in overrides})
     if overrides.get("executor") == "local" and not overrides.get("ray_address"):
         data["ray_address"] = None   # the cluster the run was on is not joined by the local executor
     data["out"] = str(run_dir)

@@ -284,6 +284,7 @@ def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypa
     # and it stands for its own search only: the stale entry's 100 trials searched other code
     assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured", 0) and not bank_stale(P, "cpu")
     assert offer_entries([old]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}  # stale never replaces current
+    assert bank_lookup(P, "cpu")[3] == 0                     # nor lends the current entry its depth
     with Bank() as b:
         assert b.entries()[0]["code"] == target_code("cpu") != old["code"]
 

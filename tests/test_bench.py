@@ -227,6 +227,15 @@ def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
     assert run_bench(s, "cpu", tmp_path, retry_refused=True) == {"tuned": 1, "skipped": 0, "failed": 0}
     assert build_board(tmp_path)["cases"][0]["status"] == "PASSED"
     assert run_bench(s, "cpu", tmp_path, retry_refused=True)["skipped"] == 1   # a finished case stays finished
+    # a retry interrupted part way leaves the case unfinished, not done by its old refusal
+    fake_tuner({16: "refuse"})
+    s16 = Suite("t", cases=[softmax_case(16)])
+    run_bench(s16, "cpu", tmp_path / "r")
+    fake_tuner({16: "interrupt"})
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(s16, "cpu", tmp_path / "r", retry_refused=True)
+    row = build_board(tmp_path / "r")["cases"][0]
+    assert not row["finished"] and row["status_text"] == "PASSED (unfinished)"
     meta = json.loads((tmp_path / "bench.json").read_text())
     meta["target"] = "other"
     (tmp_path / "bench.json").write_text(json.dumps(meta))
@@ -342,7 +351,8 @@ def test_interrupted_run_is_resumed_and_complete_run_skipped(tmp_path, fake_tune
     sys.modules["forge.tuner"].resume = lambda run_dir, **kw: resumed.append((Path(run_dir), kw)) or Path(run_dir)
     counts = run_bench(suite, "cpu", tmp_path)
     # resumed where this invocation runs (the local executor: no flag given), not where it began
-    assert resumed == [(d8, {"executor": "local", "ray_address": None, "devices": 1})] and tuner.calls == []
+    assert resumed == [(d8, {"replace_placement": True, "executor": "local", "ray_address": None, "devices": 1})]
+    assert tuner.calls == []
     assert counts == {"tuned": 1, "skipped": 1, "failed": 0}
 
 
@@ -350,11 +360,12 @@ def test_a_placement_error_stops_the_bench_and_refuses_no_case(tmp_path, fake_tu
     """A Ray cluster gone, a device missing: not the case's doing, so never a final refusal that a
     rerun would skip as finished."""
     fake_tuner({8: ([5], 9, None, "measured")})
-    sys.modules["forge.tuner"].tune = lambda s: (_ for _ in ()).throw(
-        ForgeInputError("--ray-address", "no Ray cluster answers at 127.0.0.1:1"))
-    with pytest.raises(ForgeInputError, match="--ray-address"):
-        run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path)
-    assert not (tmp_path / "cases" / "cannbench-softmax_h64-8" / CASE_MARKER).exists()
+    for field in ("--ray-address", "RAY_ADDRESS", "--executor"):
+        sys.modules["forge.tuner"].tune = lambda s: (_ for _ in ()).throw(
+            ForgeInputError(field, "no Ray cluster answers at 127.0.0.1:1"))
+        with pytest.raises(ForgeInputError, match=field):
+            run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path)
+        assert not (tmp_path / "cases" / "cannbench-softmax_h64-8" / CASE_MARKER).exists()
     with pytest.raises(ForgeInputError, match="no Ray cluster answers at 127.0.0.1:1"):      # checked up front
         run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "x",
                   options={"executor": "ray", "ray_address": "127.0.0.1:1"})

@@ -116,3 +116,14 @@ def test_passed_cases_that_never_ran_are_said_to_be_unchecked():
     assert "never ran" not in total_line({"total": {**summarize([ran]), "cann_total_score": None}})
     assert "not checked" in trace_line(unrun, "s", "h100")["evaluation"]["log"]
     assert "not checked" not in trace_line(ran, "s", "h100")["evaluation"]["log"]
+
+
+def test_trace_lines_speak_sol_statuses_only(tmp_path):
+    """A case forge refused is a RUNTIME_ERROR on forge's side (its reference is fine); a case the
+    suite could not map has no usable reference; a case never run has no trace line."""
+    refused = {**passed_case(), "status": "UNSUPPORTED", "refused": True, "reason": "no valid variant"}
+    assert trace_line(refused, None, "h100")["evaluation"]["status"] == "RUNTIME_ERROR"
+    unmapped = {**passed_case(), "status": "UNSUPPORTED", "reason": "axis 0"}
+    assert trace_line(unmapped, None, "h100")["evaluation"]["status"] == "INVALID_REFERENCE"
+    board = {"target": "h100", "target_kind": "cuda", "cases": [{**passed_case(), "status": "NOT_RUN"}, refused]}
+    assert export_sol(board, tmp_path)["traces"] == 1

@@ -386,6 +386,33 @@ def test_a_ray_address_without_the_ray_executor_is_refused(tmp_path):
     assert not (tmp_path / "run").exists()
 
 
+def test_an_interrupt_while_the_executor_starts_says_what_there_is_to_continue(tmp_path, monkeypatch):
+    """Starting a Ray cluster takes seconds: a Ctrl-C then, before run.json exists, must not point
+    to a --resume that would refuse the folder; one on a resumed run points to --resume again."""
+    import io
+
+    from forge import tuner
+
+    done = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
+
+    def stopped(*args, **kwargs):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(tuner, "make_executor", stopped)
+    for run, again in ((tmp_path / "fresh", False), (done, True)):
+        out = io.StringIO()
+        with pytest.raises(KeyboardInterrupt):
+            if again:
+                resume(run, console=Console(file=out, width=300), trials=4)
+            else:
+                tune(settings(tmp_path, out=run), console=Console(file=out, width=300))
+        said = out.getvalue()
+        if again:
+            assert "interrupted while starting" in said and f"forge tune --resume {run}" in said
+        else:
+            assert "before the run started" in said and "--resume" not in said and not (run / "run.json").exists()
+
+
 def test_a_ray_address_is_checked_and_named_where_it_came_from(monkeypatch):
     """A port outside 1-65535 is malformed, not "connection refused"; an address read from the
     environment is named RAY_ADDRESS, not a flag the user never typed."""

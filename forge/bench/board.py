@@ -100,6 +100,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
         status, reason = "PASSED", ""
     elif marker.get("error_kind") == "input":          # refused before anything ran: forge cannot tune it
         status, reason = UNSUPPORTED, marker["error"]
+        row["refused"] = True
     elif marker.get("error"):
         status, reason = "RUNTIME_ERROR", marker["error"]
     elif not records:

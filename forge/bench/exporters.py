@@ -99,7 +99,10 @@ def solution_json(case: dict[str, Any], target: str, author: str = "forge") -> d
 
 def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dict[str, Any]:
     """One SOL trace line for a leaderboard case row (status in SOL vocabulary)."""
-    status = case["status"] if case["status"] != "UNSUPPORTED" else "INVALID_REFERENCE"
+    # a case forge refused to tune (no valid variant, too big for the device) failed on forge's side,
+    # as a runtime error; one the suite could not map to a forge problem has no usable reference
+    status = ("RUNTIME_ERROR" if case.get("refused") else "INVALID_REFERENCE" if case["status"] == "UNSUPPORTED"
+              else case["status"])
     ev: dict[str, Any] = {"status": status, "log": case.get("reason") or "",
                           "environment": {"hardware": hardware, "libs": {"forge": "0.1.0"}},
                           "timestamp": time.strftime("%Y-%m-%dT%H:%M:%S")}
@@ -128,7 +131,7 @@ def export_sol(board: dict[str, Any], out: str | Path) -> dict[str, Any]:
     (out / "solutions").mkdir(parents=True, exist_ok=True)
     written, skipped, lines = [], {}, []
     for case in board["cases"]:
-        if case["source"] != "sol_execbench":
+        if case["source"] != "sol_execbench" or case["status"] == "NOT_RUN":   # not run: nothing to trace
             continue
         name = None
         if case["status"] == "PASSED" and board["target_kind"] == "cuda":

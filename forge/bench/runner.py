@@ -169,6 +169,8 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
             continue
         tuner = tuner or _tuner()
         cdir.mkdir(parents=True, exist_ok=True)
+        if retry:                   # the old refusal no longer says the case is done
+            (cdir / CASE_MARKER).unlink()
         started = time.time()
         record: dict[str, Any] = {"case": case.as_dict(), "started": started}
         try:
@@ -176,7 +178,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                 say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
                 # where it runs is this invocation's, as for the cases not started yet
                 placement = effective_options(options or {})
-                run_dir = tuner.resume(cdir, **{k: placement.get(k) for k in PLACEMENT})
+                run_dir = tuner.resume(cdir, replace_placement=True, **{k: placement.get(k) for k in PLACEMENT})
             else:
                 say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.problem().short()}"
                     + time_left(spent, len(suite.cases) - i + 1))
@@ -190,7 +192,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         except FolderInUse:
             raise               # another forge is tuning this case: not a refusal, nothing to record
         except ForgeInputError as exc:
-            if exc.field.lstrip("-").replace("-", "_") in (*PLACEMENT, "measure"):
+            if exc.field.lstrip("-").replace("-", "_").lower() in (*PLACEMENT, "measure"):
                 raise         # where or how to measure, not the case: the whole bench's input error
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}

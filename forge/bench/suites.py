@@ -51,8 +51,9 @@ def _unique(suite: Suite) -> Suite:
         what = f"{c.problem().short()}"
         if c.key in seen:
             raise ForgeInputError(f"{suite.origin or suite.name}: {c.source_name} case {c.case_id}",
-                                  f"appears twice ({seen[c.key]} and {what}); case ids must be unique "
-                                  "within an operator, since each case is tuned into a folder named after it")
+                                  f"appears twice, or beside an id that names the same folder {c.key} "
+                                  f"({seen[c.key]} and {what}); case ids must be unique within an operator, "
+                                  "since each case is tuned into a folder named after it")
         seen[c.key] = what
     return suite
 

@@ -115,8 +115,11 @@ def _start_ray(ray: Any, address: str | None, field: str) -> None:
                 raise
             start()
     except (ValueError, ConnectionError, RuntimeError) as exc:
-        raise ForgeInputError(field, f"cannot join the Ray cluster at {address or 'this machine'}: "
-                                     f"{str(exc).splitlines()[0] if str(exc) else type(exc).__name__}") from None
+        why = str(exc).splitlines()[0] if str(exc) else type(exc).__name__
+        if address:
+            raise ForgeInputError(field, f"cannot join the Ray cluster at {address}: {why}") from None
+        raise ForgeInputError("--executor", f"ray could not start a cluster on this machine ({why}); use "
+                                            "--executor local, or --ray-address to join a running one") from None
 
 
 def _build_task(backend: Backend, variant, cache_dir: str) -> Artifact:

@@ -69,9 +69,9 @@ def settings_differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     def text(flag: str, v: Any) -> str:
         if flag.startswith("--no-"):                 # the setting is False when the flag was given
             return f"{'with' if v is False else 'without'} {flag}"
-        return f"{flag} {v}"
+        return f"{flag} {v}" if v is not None else f"no {flag}"
 
-    named = {"sampler", "seed", "bank", *PLACEMENT}
+    named = {"sampler", "seed", "bank", "build_workers", "batch", *PLACEMENT}
     return [f"A {text(flag_name(k), a['options'].get(k))}, B {text(flag_name(k), b['options'].get(k))}"
             for k in sorted(set(a["options"]) | set(b["options"]))
             if k not in named and a["options"].get(k) != b["options"].get(k)]

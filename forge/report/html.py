@@ -85,7 +85,7 @@ def _us(x: Any) -> str:
     if x is None:
         return "—"
     us = x * 1e6
-    return f"{us:.0f}" if us >= 1000 else f"{us:.3g}"
+    return f"{us:.0f}" if us >= 999.5 else f"{us:.3g}"
 
 
 def _shape(s: dict | None) -> str:
