@@ -391,14 +391,12 @@ def test_an_interrupt_while_the_executor_starts_says_what_there_is_to_continue(t
     to a --resume that would refuse the folder; one on a resumed run points to --resume again."""
     import io
 
-    from forge import tuner
-
     done = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
 
     def stopped(*args, **kwargs):
         raise KeyboardInterrupt
 
-    monkeypatch.setattr(tuner, "make_executor", stopped)
+    monkeypatch.setitem(tune.__globals__, "make_executor", stopped)     # the module `tune` runs in
     for run, again in ((tmp_path / "fresh", False), (done, True)):
         out = io.StringIO()
         with pytest.raises(KeyboardInterrupt):
