@@ -254,8 +254,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 
-        check_reachable(settings.ray_address or os.environ.get("RAY_ADDRESS"),
-                        field="--ray-address" if settings.ray_address else "RAY_ADDRESS")   # before anything is written
+        check_reachable(settings.ray_address)   # before anything is written
     run_dir = Path(settings.out) if settings.out else default_run_dir(problem.op, target.name)
     from forge.bench.runner import BENCH_FILE
 

@@ -276,7 +276,8 @@ def test_a_bench_and_a_run_never_share_a_folder(tmp_path, fake_tuner):
         run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "run")
     run_bench(Suite("t", cases=[softmax_case(8)]), "cpu", tmp_path / "bench")
     with pytest.raises(ForgeInputError, match="holds a forge bench"):
-        real_tuner.tune(real_tuner.TuneSettings(op="softmax", shape={"M": 8, "N": 64}, target="cpu", out=tmp_path / "bench"))
+        real_tuner.tune(real_tuner.TuneSettings(op="softmax", shape={"M": 8, "N": 64}, target="cpu",
+                                                out=tmp_path / "bench"))
 
 
 def test_a_case_stopped_before_its_first_variant_is_not_run_and_one_finished_by_resume_is_finished(tmp_path,

@@ -104,12 +104,9 @@ def check_options(options: dict[str, Any], target: str = "cpu") -> None:
     if opts.executor == "local":
         refuse_device_without_one(opts.measure, backend.measure_available())
     else:               # a cluster nothing answers at would refuse every case the same way
-        import os
-
         from forge.executor.ray_executor import check_reachable
 
-        check_reachable(opts.ray_address or os.environ.get("RAY_ADDRESS"),
-                        field="--ray-address" if opts.ray_address else "RAY_ADDRESS")
+        check_reachable(opts.ray_address)
 
 
 def run_bench(suite: Suite, target: str, out: str | Path, *, budget_per_case: int | None = None,
@@ -260,15 +257,22 @@ def effective_options(options: dict[str, Any]) -> dict[str, Any]:
         return given
 
 
-def _change(name: str, before: Any, now: Any) -> str:
+def setting_text(name: str, value: Any) -> str:
+    """A search setting as the command line gives it: "--reps 10", "with --no-bank", "no --time-budget"."""
     from forge.config import flag_name
 
     flag = flag_name(name)
     if flag.startswith("--no-"):                      # the setting is False when the flag was given
-        def given(v: Any) -> str:
-            return "with" if v is False else "without"
-        return f"{given(before)} {flag}, now {given(now)} it"
-    return f"{flag} {before}, now {now}"
+        return f"{'with' if value is False else 'without'} {flag}"
+    return f"{flag} {value}" if value is not None else f"no {flag}"
+
+
+def _change(name: str, before: Any, now: Any) -> str:
+    """"--sampler random, now forge"; "without --no-bank, now with it"."""
+    was, is_now = setting_text(name, before), setting_text(name, now)
+    if is_now.startswith(("with ", "without ")):
+        return f"{was}, now {is_now.split()[0]} it"
+    return f"{was}, now {now}"
 
 
 def continue_hint(command: str | None) -> str:

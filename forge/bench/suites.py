@@ -48,7 +48,7 @@ def _unique(suite: Suite) -> Suite:
     with the first one's results."""
     seen: dict[str, str] = {}
     for c in suite.cases:
-        what = f"{c.problem().short()}"
+        what = c.problem().short()
         if c.key in seen:
             raise ForgeInputError(f"{suite.origin or suite.name}: {c.source_name} case {c.case_id}",
                                   f"appears twice, or beside an id that names the same folder {c.key} "

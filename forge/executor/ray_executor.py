@@ -73,13 +73,21 @@ class _DeviceSlot:
         return self.backend.baselines(problem, self.cache_dir, **kwargs)
 
 
-def check_reachable(address: str | None, timeout: float = 5.0, field: str = "--ray-address") -> None:
-    """Fail fast on a Ray address nothing answers at: ray.init would otherwise retry for minutes.
-    Only `host:port` and `ray://host:port` forms are checked ("auto" and "local" are Ray's own)."""
+def ray_address(flag: str | None) -> tuple[str | None, str]:
+    """The cluster address a run joins (`--ray-address`, else RAY_ADDRESS, else none: a local
+    cluster) and the name an error about it gives, the one the user set."""
+    return flag or os.environ.get("RAY_ADDRESS"), "--ray-address" if flag else "RAY_ADDRESS"
+
+
+def check_reachable(flag: str | None, timeout: float = 5.0) -> None:
+    """Fail fast on a Ray address (`flag`, else RAY_ADDRESS) nothing answers at: ray.init would
+    otherwise retry for minutes. Only `host:port` and `ray://host:port` forms are checked ("auto"
+    and "local" are Ray's own)."""
     import socket
 
     from forge.errors import ForgeInputError
 
+    address, field = ray_address(flag)
     if not address or address in ("auto", "local"):
         return
     hostport = address.split("://", 1)[-1]
@@ -168,10 +176,8 @@ class RayExecutor(Executor):
         super().__init__(backend, cache_dir, build_workers)
         ray = _ray()
         if not ray.is_initialized():
-            field = "--ray-address" if address else "RAY_ADDRESS"
-            address = address or os.environ.get("RAY_ADDRESS")
-            check_reachable(address, field=field)
-            _start_ray(ray, address, field)
+            check_reachable(address)
+            _start_ray(ray, *ray_address(address))
         self.ray = ray
         self._exclusive = bool(getattr(backend, "measures_on_host", False))
         check_placement(devices, "ray", backend)

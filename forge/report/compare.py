@@ -63,16 +63,10 @@ def settings_differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
     """The search and measurement settings the two benches do not share, beyond those the header
     names (sampler, seed, budget, bank) and where their cases ran: what else a difference in time
     may come from, such as a host check one bench skipped."""
-    from forge.bench.runner import PLACEMENT
-    from forge.config import flag_name
-
-    def text(flag: str, v: Any) -> str:
-        if flag.startswith("--no-"):                 # the setting is False when the flag was given
-            return f"{'with' if v is False else 'without'} {flag}"
-        return f"{flag} {v}" if v is not None else f"no {flag}"
+    from forge.bench.runner import PLACEMENT, setting_text
 
     named = {"sampler", "seed", "bank", "build_workers", "batch", *PLACEMENT}
-    return [f"A {text(flag_name(k), a['options'].get(k))}, B {text(flag_name(k), b['options'].get(k))}"
+    return [f"A {setting_text(k, a['options'].get(k))}, B {setting_text(k, b['options'].get(k))}"
             for k in sorted(set(a["options"]) | set(b["options"]))
             if k not in named and a["options"].get(k) != b["options"].get(k)]
 

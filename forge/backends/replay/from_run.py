@@ -26,8 +26,10 @@ from forge.errors import ForgeInputError
 from forge.results import load
 
 # forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
-_FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "invalid": "CompilationFailedConfig", "runtime_error": "RuntimeFailedConfig",
-                   "timeout": "RuntimeFailedConfig", "incorrect": "RuntimeFailedConfig"}
+# ("invalid" here: rejected after its build, e.g. for ptxas spills; it cost a compile)
+_FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "invalid": "CompilationFailedConfig",
+                   "runtime_error": "RuntimeFailedConfig", "timeout": "RuntimeFailedConfig",
+                   "incorrect": "RuntimeFailedConfig"}
 
 
 def is_run_dir(path: str | Path) -> bool:
