@@ -196,3 +196,24 @@ class LaterIsFasterCpuBackend(CpuBackend):
             t = self.first.setdefault(variant.key(), 1e-3 / (1 + len(self.first)))
             m.timings = [t] * len(m.timings)
         return m
+
+
+class DyingSlotCpuBackend(CpuBackend):
+    """CPU backend whose measuring process dies (`os._exit`, as a node lost or a process killed for
+    memory would) when it measures a variant whose config contains `once` — the first time only,
+    a marker file in `marker_dir` remembering it across processes — or `always`, every time. For
+    the Ray executor only: in the local executor the measuring process is forge's own."""
+
+    def __init__(self, target: Target, marker_dir: str, once: dict[str, Any], always: dict[str, Any], **options: Any):
+        super().__init__(target, **options)
+        self.marker_dir, self.once, self.always = marker_dir, dict(once), dict(always)
+
+    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
+        def has(partial: dict[str, Any]) -> bool:
+            return all(variant.config.get(k) == v for k, v in partial.items())
+
+        marker = os.path.join(self.marker_dir, f"died-{variant.key()}")
+        if has(self.always) or (has(self.once) and not os.path.exists(marker)):
+            open(marker, "w").close()
+            os._exit(1)
+        return super().run(artifact, variant, **kwargs)

@@ -13,7 +13,7 @@ from forge.executor import Job, make_executor
 from forge.ops import get_op
 from forge.targets import get_target
 from forge.results import Store
-from forge.testing import DriverlessCpuBackend, FaultyCpuBackend, IntervalLogCpuBackend, SlotLogCpuBackend
+from forge.testing import DriverlessCpuBackend, DyingSlotCpuBackend, FaultyCpuBackend, IntervalLogCpuBackend, SlotLogCpuBackend
 from forge.variant import Variant
 
 PROBLEM = get_op("softmax").problem({"M": 64, "N": 96})
@@ -122,6 +122,23 @@ def test_local_close_during_a_measurement_raises_nowhere(tmp_path, monkeypatch):
     ex.close()
     ex.device.join(timeout=60)
     assert not ex.device.is_alive() and errors == []
+
+
+def test_ray_a_variant_whose_device_slot_dies_is_measured_again_once(ray_cluster, tmp_path):
+    """A dead device actor was lost to its node, not to the variant (kernels crash in a process of
+    their own): the variant is measured again on a fresh slot; a second death records it as failed."""
+    base = DyingSlotCpuBackend(get_target("cpu"), str(tmp_path), once={}, always={"__none__": 1})
+    configs = base.space(PROBLEM).enumerate().configs()[:4]
+    backend = DyingSlotCpuBackend(get_target("cpu"), str(tmp_path), once=configs[0], always=configs[1])
+    outcomes = run_all(make_executor("ray", backend, tmp_path / "cache", build_workers=2), configs,
+                       reps=2, timeout=10.0)
+    by_key = {o.job.variant.key(): o.measurement for o in outcomes}
+    assert len(outcomes) == len(configs)
+    keys = [Variant(PROBLEM, "cpu", c).key() for c in configs]
+    assert (tmp_path / f"died-{keys[0]}").exists()                  # it did die once
+    assert by_key[keys[0]].status == "ok"
+    assert by_key[keys[1]].status == "runtime_error" and "lost twice" in by_key[keys[1]].reason
+    assert [by_key[k].status for k in keys[2:]] == ["ok", "ok"]
 
 
 def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tmp_path):

@@ -7,8 +7,13 @@ once. When the cluster has the backend's device (`Backend.device_resource`: Ray'
 "NPU"), each slot reserves one, wherever in the cluster it is, and Ray makes only that device
 visible to it (CUDA_VISIBLE_DEVICES / ASCEND_RT_VISIBLE_DEVICES); more slots than such devices is
 an input error before anything is measured. Whether times are measured or modeled is asked on a
-slot, which also times the baselines: the machine running forge needs no device. If an actor or a
-worker dies, the variant becomes a failed outcome with the reason and a fresh actor takes that slot.
+slot, which also times the baselines: the machine running forge needs no device.
+
+A kernel that crashes or hangs does so in a process of its own (the backend's run), so a device
+slot that dies was lost to its node (out of memory, a node gone), not to the variant it measured:
+a fresh actor takes the slot and measures that variant once more; only a variant whose slot dies
+twice becomes a failed outcome, with the reason. A build task whose worker dies is retried once by
+Ray (`max_retries`; an exception the build raises is not retried).
 
 When the device is the host CPU (`Backend.measures_on_host`), measurement and compilation take
 turns as in the local executor: built variants wait for the running builds to finish and are then
@@ -185,7 +190,7 @@ class RayExecutor(Executor):
         cluster = ray.cluster_resources()
         options = slot_options(backend, cluster, device_resources)
         _check_capacity(cluster, options, devices)
-        self._build = ray.remote(num_cpus=1, max_retries=0)(_build_task)
+        self._build = ray.remote(num_cpus=1, max_retries=1)(_build_task)
         self._slot_cls = ray.remote(num_cpus=0, max_restarts=0, **options)(_DeviceSlot)
         self.slots = [self._new_slot() for _ in range(devices)]
         self.builds: dict = {}      # build ref -> job
@@ -193,6 +198,7 @@ class RayExecutor(Executor):
         self.ready: list[Outcome] = []
         self._built: list = []      # (job, artifact) waiting for the device (exclusive mode)
         self._held: list[Job] = []  # jobs whose build waits for the device to go idle
+        self._lost_once: set[int] = set()   # id() of jobs whose device slot died under them once
 
     def _new_slot(self):
         return self._slot_cls.remote(self.backend, str(self.cache_dir))
@@ -262,9 +268,15 @@ class RayExecutor(Executor):
                 try:
                     verdict, artifact, m, host = self.ray.get(ref)
                 except Exception as exc:  # the device actor died mid-measurement
-                    verdict, host = Verdict(True), ""
-                    m = Measurement("runtime_error", f"device worker lost: {type(exc).__name__}: {str(exc)[:500]}")
                     self._replace_slot(slot)
+                    if id(job) not in self._lost_once:
+                        self._lost_once.add(id(job))
+                        self.runs[self.slots[slot].run.remote(job, artifact)] = (job, artifact, slot)
+                        continue
+                    verdict, host = Verdict(True), ""
+                    m = Measurement("runtime_error", "device worker lost twice while measuring this variant: "
+                                                     f"{type(exc).__name__}: {str(exc)[:500]}")
+                self._lost_once.discard(id(job))
                 self.ready.append(Outcome(job, verdict, artifact, m, host=host))
         self._pump()
 
