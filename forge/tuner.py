@@ -9,6 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import shutil
 import time
 from dataclasses import dataclass, field, replace
 from datetime import datetime
@@ -260,8 +261,23 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
     if (run_dir / BENCH_FILE).is_file():
         raise ForgeInputError("--out", f"{run_dir} holds a forge bench ({BENCH_FILE}), not a run; give another --out")
+    created = not run_dir.exists()
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
+    try:
+        return _tune_in(settings, problem, backend, space, enum, enum_seconds, run_dir, console, resume)
+    except BaseException:
+        if created and not (run_dir / RUN_FILE).is_file():
+            # refused or stopped before the run began (a Ray slot that cannot measure, a Ctrl-C while
+            # Ray starts): nothing was recorded, and an empty folder would only read as a damaged run
+            shutil.rmtree(run_dir, ignore_errors=True)
+        raise
+
+
+def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: Space, enum: Enumeration,
+             enum_seconds: float, run_dir: Path, console: Console, resume: bool) -> Path:
+    """tune() once the run folder exists: the run itself, under the folder's lock."""
+    target = backend.target
     with folder_lock(run_dir, "--resume" if resume else "--out"):
         store = Store.for_run(run_dir)
         if not resume and store.count():
@@ -291,9 +307,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                               f"Continue with: forge tune --resume {run_dir}", markup=False, highlight=False,
                               soft_wrap=True)
             else:
-                console.print(f"interrupted before the run started: nothing was evaluated, and {run_dir} holds "
-                              "nothing to resume; start the run again", markup=False, highlight=False,
-                              soft_wrap=True)
+                console.print("interrupted before the run started: nothing was evaluated and there is nothing "
+                              "to resume; start the run again", markup=False, highlight=False, soft_wrap=True)
             raise
         finally:
             if executor is not None:

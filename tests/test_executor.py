@@ -212,3 +212,19 @@ def test_on_ray_the_device_slot_decides_measured_or_modeled_and_times_the_baseli
     (base,) = store.records(phase="baseline")
     assert base.extra["label"].startswith("timed in pid ") and base.extra["label"] != f"timed in pid {os.getpid()}"
     store.close()
+
+
+def test_on_ray_a_slot_that_cannot_measure_refuses_measure_device_and_leaves_no_folder(ray_cluster, tmp_path):
+    """`--measure device` on Ray is refused once a slot says it has no device (the slot answers for
+    its node, so only then): an input error naming the field, and no half-made run folder left."""
+    import os
+
+    from forge.config import TuneSettings
+    from forge.tuner import tune
+    from rich.console import Console
+
+    with pytest.raises(ForgeInputError, match=r"measure"):
+        tune(TuneSettings(op="softmax", target="h100", shape={"M": 64, "N": 96}, trials=2, measure="device",
+                          executor="ray", bank=False, out=tmp_path / "run"),
+             console=Console(file=open(os.devnull, "w")))
+    assert not (tmp_path / "run").exists()

@@ -408,7 +408,7 @@ def test_an_interrupt_while_the_executor_starts_says_what_there_is_to_continue(t
         if again:
             assert "interrupted while starting" in said and f"forge tune --resume {run}" in said
         else:
-            assert "before the run started" in said and "--resume" not in said and not (run / "run.json").exists()
+            assert "before the run started" in said and "--resume" not in said and not run.exists()
 
 
 def test_a_ray_address_is_checked_and_named_where_it_came_from(monkeypatch):
