@@ -142,12 +142,14 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     (grp,) = board["operators"]
     assert grp["cases"] == 5 and grp["passed"] == 2 and grp["pass_rate"] == pytest.approx(0.4)
     assert grp["geomean_speedup"] == pytest.approx(2.5)                   # only case 8 has a baseline
-    assert grp["fast_p"]["1.0"] == pytest.approx(0.2)
+    # case 64 passed without a baseline: no speedup, no SOL score; left out of both, not counted failed
+    assert grp["fast_p"]["1.0"] == pytest.approx(1 / 4)
     expected = scores.cann_operator_score(True, [(True, r8["hap"]), (False, None), (False, None), (True, r64["hap"]),
                                                  (False, None)])
     assert grp["cann_score"] == pytest.approx(expected)
-    assert grp["mean_sol_score"] == pytest.approx(r8["sol_score"] / 5)
+    assert grp["mean_sol_score"] == pytest.approx(r8["sol_score"] / 4) and grp["sol_unscored"] == 1
     assert board["total"]["measured"] == 1 and board["total"]["modeled"] == 1
+    assert "1 passed cases without a baseline left out" in total_line(board)
 
 
 def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
