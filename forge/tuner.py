@@ -472,7 +472,8 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                          if strategy.contains(r.config) and not strategy.proposed[strategy.row(r.config)]])
     if recs:
         ctx.console.print(f"resuming: {_variants(len(recs))} already evaluated, none will be measured again"
-                          + ("; the budget is spent already (raise --trials to search further)"
+                          + (f"; the budget is spent already (forge tune --resume {escape(str(ctx.run_dir))} --trials N "
+                             "searches further)"
                              if len(recs) >= s.trials else ""))
     banked = _bank_hit(ctx, enum) if not recs else None
     if banked is not None:
