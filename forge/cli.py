@@ -149,6 +149,8 @@ def tune(
             _check_options(cfg.sampler, cfg.sampler_options)
         settings = cfg.settings()
         _check_shapes(settings, config, {k for k, v in flags.items() if v is not None})
+        if len(settings) > 1 and settings[0].out is not None:
+            _check_config_folder(Path(settings[0].out).parent, "--out" if out_dir else f"{config.name}: out")
     else:
         if not op:
             raise ForgeInputError("--op", "missing; give --op or --config (operators: see `forge ops`)")
@@ -230,6 +232,18 @@ def _exit_unless_correct(empty: list[Path]) -> None:
         err.print(f"[red]no correct variant in {', '.join(map(str, empty))}[/red]: see the failed variants "
                   f"above (`forge report RUN` shows them again); exit status 1", highlight=False)
         raise typer.Exit(1)
+
+
+def _check_config_folder(folder: Path, field: str) -> None:
+    """A config of several shapes writes shape<i> run folders into its out folder: one that is a
+    run or a bench itself would have them hidden inside it."""
+    from forge.bench.runner import BENCH_FILE
+    from forge.tuner import RUN_FILE
+
+    for name, what in ((RUN_FILE, "a run"), (BENCH_FILE, "a bench")):
+        if (folder / name).is_file():
+            raise ForgeInputError(field, f"{folder} holds {what}; a config of several shapes writes a folder per "
+                                         "shape (shape0, shape1, …) into its out folder: give another one")
 
 
 def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:

@@ -130,6 +130,15 @@ def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
     tmp.replace(run_dir / RUN_FILE)
 
 
+def holds_runs(folder: Path) -> bool:
+    """Whether `folder` has run or bench folders inside it (a config's shape<i> runs, a results
+    folder): a run written there would hide them from `forge runs` and mix with them."""
+    from forge.bench.runner import BENCH_FILE
+
+    return folder.is_dir() and any((p / RUN_FILE).is_file() or (p / BENCH_FILE).is_file()
+                                   for p in folder.iterdir() if p.is_dir())
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_FILE
     if not Path(run_dir).exists():
@@ -140,8 +149,10 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
         hint = ""
         if (Path(run_dir) / BENCH_FILE).is_file():
             hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / CASES_DIR}/<case>"
-        elif Path(run_dir).is_dir() and any((p / RUN_FILE).is_file() or (p / BENCH_FILE).is_file()
-                                            for p in Path(run_dir).iterdir() if p.is_dir()):
+        elif (Path(run_dir) / "shape0" / RUN_FILE).is_file():
+            hint = (f"; it is the folder of a config's shapes: run the same `forge tune --config … --out {run_dir}` "
+                    f"again to continue them all, or resume one: forge tune --resume {Path(run_dir) / 'shape0'}")
+        elif holds_runs(Path(run_dir)):
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
     info = read_json("run", path)
@@ -261,6 +272,9 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
     if (run_dir / BENCH_FILE).is_file():
         raise ForgeInputError("--out", f"{run_dir} holds a forge bench ({BENCH_FILE}), not a run; give another --out")
+    if not (run_dir / RUN_FILE).is_file() and holds_runs(run_dir):
+        raise ForgeInputError("--out", f"{run_dir} holds runs of its own (a config's shape folders, or a results "
+                                       "folder; `forge runs` lists them); give another --out")
     created = not run_dir.exists()
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)

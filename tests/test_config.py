@@ -180,6 +180,14 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     summary = proc.stdout[proc.stdout.index("2 shapes of softmax tuned"):]
     assert "softmax[M=4,N=8] float32" in summary and "softmax[M=8,N=16] float32" in summary
     assert summary.count("complete") == 2
+    # a config's folder and a run never share a folder (one would hide the other), either way round
+    for argv, needle in ((["--op", "softmax", "--shape", "M=4,N=8", "--out", str(tmp_path / "r")], "holds runs of its own"),
+                         (["--config", str(cfg), "--out", str(tmp_path / "r" / "shape0")], "holds a run; a config of"),
+                         (["--resume", str(tmp_path / "r")], "run the same `forge tune --config")):
+        refused = subprocess.run([sys.executable, "-m", "forge.cli", "tune", *argv], capture_output=True, text=True,
+                                 timeout=120)
+        assert refused.returncode == 2 and needle in refused.stderr, (argv, refused.stderr[-2000:])
+    assert not (tmp_path / "r" / "run.json").exists() and not (tmp_path / "r" / "shape0" / "shape0").exists()
     # the same command again (as after an interruption): tuned shapes kept, a missing one tuned
     import shutil
 
