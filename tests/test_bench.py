@@ -449,12 +449,12 @@ def test_compare_leaves_out_a_case_id_that_names_another_problem(tmp_path, fake_
     assert proc.returncode == 2 and "has no case of the same problem" in proc.stderr and "suite v" in proc.stderr
 
 
-def _run_folder(path: Path, times: list[float], shape: dict, sampler: str) -> Path:
-    """A finished run of softmax on the CPU whose search measured `times` (µs), in trial order."""
+def _run_folder(path: Path, times: list[float], shape: dict, sampler: str, kind: str = "measured") -> Path:
+    """A finished run of softmax on the CPU whose search measured (or modeled) `times` (µs), in trial order."""
     store = Store.for_run(path)
     for n, t in enumerate(times):
         store.add(Record(run_id="r", variant_key=f"v{n}", op="softmax", shape=shape, dtype="float32", target="cpu",
-                         config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n))
+                         config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n, time_kind=kind))
     store.close()
     problem = {"op": "softmax", "shape": shape, "dtype": "float32", "attrs": {}}
     (path / "run.json").write_text(json.dumps({"status": "complete", "problem": problem, "target": {"name": "cpu"},
@@ -483,6 +483,13 @@ def test_two_runs_of_one_problem_compared(tmp_path):
     res = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert res.exit_code == 0, res.output
     assert "B/A 1.250: A is faster" in res.output and "random" in res.output and "12 µs" in res.output
+    # a measured time is never set against a modeled one: no ratio, no faster side
+    modeled = _run_folder(tmp_path / "m", [4], shape, "forge", kind="modeled")
+    cmp = compare_runs(a, modeled)
+    assert (cmp["ratio"], cmp["verdict"], cmp["kinds_differ"]) == (None, "kinds differ", True)
+    res = CliRunner().invoke(app, ["compare", str(a), str(modeled)])
+    assert res.exit_code == 0 and "not compared: A's time is measured and B's modeled" in res.output, res.output
+    assert "faster" not in res.output
 
 
 def test_a_rerun_into_a_bench_with_other_settings_is_refused_where_it_runs_may_change(tmp_path, fake_tuner):

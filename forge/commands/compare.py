@@ -34,7 +34,7 @@ def compare(
 ) -> None:
     """Compare two bench folders case by case, or two runs of one problem (B/A above 1: A is faster).
 
-    A tie is a difference within the larger spread; a measured time set against a modeled one is marked."""
+    A tie is a difference within the larger spread; a measured time is never set against a modeled one."""
     from forge.bench.runner import BENCH_FILE
     from forge.report.compare import compare_benches, compare_runs
 
@@ -60,10 +60,13 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
              config_text(r.get("config"))) for name, r in (("A", a), ("B", b))]
     print_fitted(con, ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"),
                  rows, keys=("", "run"), wrap=("run", "config"))
+    if cmp["kinds_differ"]:
+        con.print(f"not compared: A's time is {a['time_kind']} and B's {b['time_kind']}; forge does not set one kind "
+                  "against the other (tune both the same way: --measure)", highlight=False)
+        return
     said = {"A": "A is faster", "B": "B is faster", "tie": "a tie (closer than the larger spread)"}
     con.print(f"B/A {_x(cmp['ratio'])}: {said.get(cmp['verdict'], cmp['verdict'])}"
-              + (" (one time measured, one modeled)" if cmp["kinds_differ"]
-                 else " (both times modeled)" if a.get("time_kind") == "modeled" else ""), highlight=False)
+              + (" (both times modeled)" if a.get("time_kind") == "modeled" else ""), highlight=False)
 
 
 def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
@@ -99,7 +102,7 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         cases.append((f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
                       _case_time(r["a"]), _case_time(r["b"]),
-                      _x(r["ratio"]), r["verdict"] + (" (kinds differ)" if r["kinds_differ"] else "")))
+                      _x(r["ratio"]), "not compared: one measured, one modeled" if r["kinds_differ"] else r["verdict"]))
     print_fitted(con, ("case", "problem", "A", "B", "B/A", "faster"), cases, keys=("case", "problem"),
                  wrap=("problem",), right=("A", "B", "B/A"),
                  title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")

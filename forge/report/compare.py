@@ -23,7 +23,7 @@ from forge.report import scores
 
 
 # a case's verdict: the faster bench, a tie, or which bench alone has a correct kernel
-VERDICTS = ("A", "B", "tie", "A only", "B only", "neither")
+VERDICTS = ("A", "B", "tie", "A only", "B only", "neither", "kinds differ")
 
 
 def _board(path: Path, field: str) -> dict[str, Any]:
@@ -43,10 +43,13 @@ def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> dict[str, Any]:
-    """Ratio B/A, verdict and whether the two times are of different kinds (measured, modeled)."""
+    """Ratio B/A, verdict and whether the two times are of different kinds (measured, modeled). A
+    measured time is not set against a modeled one (ARCHITECTURE.md, measurement rules): such a
+    pair has no ratio and no faster side."""
     if a_ok and b_ok:
-        return {"ratio": b["time"] / a["time"], "verdict": verdict(a, b),
-                "kinds_differ": a["time_kind"] != b["time_kind"]}
+        if a["time_kind"] != b["time_kind"]:
+            return {"ratio": None, "verdict": "kinds differ", "kinds_differ": True}
+        return {"ratio": b["time"] / a["time"], "verdict": verdict(a, b), "kinds_differ": False}
     return {"ratio": None, "verdict": "A only" if a_ok else "B only" if b_ok else "neither", "kinds_differ": False}
 
 
@@ -123,7 +126,8 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "geomean_speedup_a": scores.geomean_speedup([r["a"]["speedup"] for r in both]),
             "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in both]),
             "a_faster": count["A"], "b_faster": count["B"], "ties": count["tie"],
-            "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"]}
+            "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"],
+            "kinds_differ": count["kinds differ"]}
 
 
 def _best(path: Path, which: str) -> dict[str, Any]:
