@@ -87,7 +87,8 @@ class Bank:
 
     def offer(self, entry: dict[str, Any], retime: bool = False) -> str:
         """Store `entry` if it beats the bank's or (`retime`: a run's fresh time) re-times its config;
-        returns "added", "updated", "retimed" or "kept"."""
+        returns "added", "updated", "retimed", "kept" or "outranked" (kept: a modeled time offered
+        against a measured entry)."""
         key = self.key(entry["op"], entry["shape"], entry["dtype"], entry.get("attrs") or {}, entry["target"])
         old = self.get(key)
         retimed = (retime and old is not None and entry["config"] == old["config"] and same_standing(entry, old)
@@ -100,7 +101,8 @@ class Bank:
             # a deeper search of the same standing found nothing faster
             if same_standing(entry, old) and searched > int(old.get("searched") or 0):
                 self.conn.execute("UPDATE entries SET searched = ? WHERE key = ?", (searched, key))
-            return "kept"
+            # a modeled time is not set against a measured one, however small it is
+            return "outranked" if _kind_rank(entry) < _kind_rank(old) else "kept"
         # the banked config itself, now measured (it was modeled) or made by this forge's code: its time
         # is replaced, not beaten by a faster config
         retimed = retimed or (old is not None and entry["config"] == old["config"])
@@ -133,8 +135,12 @@ def same_standing(new: dict[str, Any], old: dict[str, Any]) -> bool:
     return is_current(new) == is_current(old) and new.get("time_kind", "measured") == old.get("time_kind", "measured")
 
 
+def _kind_rank(entry: dict[str, Any]) -> int:
+    return KIND_RANK.get(entry.get("time_kind", "measured"), 0)
+
+
 def beats(new: dict[str, Any], old: dict[str, Any]) -> bool:
-    rn, ro = KIND_RANK.get(new.get("time_kind", "measured"), 0), KIND_RANK.get(old.get("time_kind", "measured"), 0)
+    rn, ro = _kind_rank(new), _kind_rank(old)
     if rn != ro:
         return rn > ro
     return float(new["median"]) < float(old["median"])
@@ -245,7 +251,9 @@ OFFER_WORDS = {"added": ("new entry added", "new entries added"),
                "updated": ("entry replaced by a better config", "entries replaced by better configs"),
                "retimed": ("entry's config timed again: its time updated", "entries' configs timed again: their "
                                                                             "times updated"),
-               "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)")}
+               "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)"),
+               "outranked": ("entry kept: it is measured and this run's times are modeled",
+                             "entries kept: they are measured and this run's times are modeled")}
 
 
 def offer_summary(counts: dict[str, int]) -> str:
@@ -264,7 +272,7 @@ def offer_entries(entries: Iterable[dict[str, Any]], path: str | Path | None = N
             counts[bank.offer(e, retime)] += 1
         for k, n in counts.items():
             if n:
-                bank.bump(k, n)
+                bank.bump("kept" if k == "outranked" else k, n)
     return counts
 
 

@@ -34,14 +34,16 @@ def rec(median, kind="measured", status="ok", config=None, phase="search", targe
 def test_only_a_better_result_replaces_the_entry(bank):
     assert bank_lookup(P, "cpu") is None
     assert bank_offer([rec(5e-6), rec(3e-6), rec(1e-6, status="incorrect")]) == {
-        "added": 1, "updated": 0, "retimed": 0, "kept": 0}
+        "added": 1, "updated": 0, "retimed": 0, "kept": 0, "outranked": 0}
     assert bank_lookup(P, "cpu") == ({"tile": 3e-6}, 3e-6, "measured", 0)          # best ok record, failures ignored
-    assert bank_offer([rec(4e-6)]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}   # worse never replaces
+    assert bank_offer([rec(4e-6)]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1, "outranked": 0}   # worse never replaces
     assert bank_lookup(P, "cpu")[1] == 3e-6
-    assert bank_offer([rec(2e-6, phase="final")]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0}
+    assert bank_offer([rec(2e-6, phase="final")]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0, "outranked": 0}
     assert bank_lookup(P, "cpu")[1] == 2e-6
     # A modeled time never replaces a measured one, however small; the reverse always does.
-    assert bank_offer([rec(1e-9, kind="modeled")])["kept"] == 1
+    counts = bank_offer([rec(1e-9, kind="modeled")])
+    assert counts["outranked"] == 1 and counts["kept"] == 0
+    assert offer_summary(counts) == "entry kept: it is measured and this run's times are modeled"
     q = get_op("softmax").problem({"M": 64, "N": 256}, "float32")
     bank_offer([rec(1e-6, kind="modeled", problem=q)])
     assert bank_offer([rec(9e-6, problem=q)])["updated"] == 1
@@ -58,7 +60,7 @@ def test_the_banked_config_timed_again_but_beaten_takes_its_new_time_before_the_
     the entry is not kept at a time its config did not reproduce, and tile=2 replaces it."""
     bank_offer([rec(1e-6, config={"tile": 1})])
     counts = bank_offer([rec(3e-6, config={"tile": 1}), rec(2e-6, config={"tile": 2})])
-    assert counts == {"added": 0, "updated": 1, "retimed": 1, "kept": 0}
+    assert counts == {"added": 0, "updated": 1, "retimed": 1, "kept": 0, "outranked": 0}
     assert bank_lookup(P, "cpu")[:2] == ({"tile": 2}, 2e-6)
     # re-measured: the config's final time is the one that counts, not its search time
     bank_offer([rec(1e-6, config={"tile": 3}, problem=Q)])
@@ -98,8 +100,8 @@ def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
     out = tmp_path / "bank.json"
     assert export_bank(out) == 1
     monkeypatch.setenv("FORGE_BANK", str(tmp_path / "other.sqlite"))
-    assert import_bank(out) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0}
-    assert import_bank(out) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}
+    assert import_bank(out) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0, "outranked": 0}
+    assert import_bank(out) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1, "outranked": 0}
     assert bank_lookup(P, "cpu")[1] == 3e-6
     again = tmp_path / "again.json"
     export_bank(again)                                  # an entry keeps its own time of update
@@ -279,12 +281,12 @@ def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypa
     old = {"op": P.op, "shape": P.shape, "dtype": P.dtype, "attrs": P.attrs, "target": "cpu",
            "config": {"tile": 1}, "median": 1e-9, "time_kind": "measured", "code": "0123456789abcdef",
            "searched": 100}
-    assert offer_entries([old]) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0}
+    assert offer_entries([old]) == {"added": 1, "updated": 0, "retimed": 0, "kept": 0, "outranked": 0}
     assert bank_lookup(P, "cpu") is None and bank_stale(P, "cpu")
-    assert bank_offer([rec(5e-6)]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0}  # slower, but current
+    assert bank_offer([rec(5e-6)]) == {"added": 0, "updated": 1, "retimed": 0, "kept": 0, "outranked": 0}  # slower, but current
     # and it stands for its own search only: the stale entry's 100 trials searched other code
     assert bank_lookup(P, "cpu") == ({"tile": 5e-6}, 5e-6, "measured", 0) and not bank_stale(P, "cpu")
-    assert offer_entries([old]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1}  # stale never replaces current
+    assert offer_entries([old]) == {"added": 0, "updated": 0, "retimed": 0, "kept": 1, "outranked": 0}  # stale never replaces current
     assert bank_lookup(P, "cpu")[3] == 0                     # nor lends the current entry its depth
     with Bank() as b:
         assert b.entries()[0]["code"] == target_code("cpu") != old["code"]
