@@ -4,6 +4,7 @@ from __future__ import annotations
 import gzip
 import itertools
 import json
+import re
 from pathlib import Path
 
 import numpy as np
@@ -102,6 +103,45 @@ def test_bad_cachefile_is_input_error(tmp_path):
     (tmp_path / "bench" / "bench.json").write_text("{}")
     with pytest.raises(ForgeInputError, match="is a bench folder; replay one of its cases' runs"):
         load_cache(tmp_path / "bench")
+
+
+def _damaged(edit) -> dict:
+    """The toy cache's document with one part changed by `edit`."""
+    import tempfile
+
+    with tempfile.TemporaryDirectory() as d:
+        doc = json.loads(write_cache(Path(d) / "toy.json").read_text())
+    edit(doc)
+    return doc
+
+
+def _record(doc: dict) -> dict:
+    return next(iter(doc["cache"].values()))
+
+
+@pytest.mark.parametrize("edit, needle", [
+    (lambda d: d.update(cache=[1, 2]), "cache must map"),
+    (lambda d: d.update(tune_params=[1, 2]), "tune_params must map"),
+    (lambda d: d.update(tune_params_keys=["bx", "ty"]), "must name the same parameters"),
+    (lambda d: d["cache"].update(x=5), "record 'x' is not an object"),
+    (lambda d: _record(d).update(time=0.0), "has time 0.0"),
+    (lambda d: _record(d).update(time=-1.0), "has time -1.0"),
+    (lambda d: _record(d).update(time=None), "has time None"),
+    (lambda d: _record(d).update(time="8.0"), "has time '8.0'"),
+    (lambda d: _record(d).pop("time"), "has time None"),
+    (lambda d: _record(d).pop("ty"), "lacks a parameter"),
+    (lambda d: d["cache"].update(copy=dict(_record(d))), "repeats the point of another record"),
+])
+def test_a_damaged_cache_is_named_not_read_as_failures_or_a_wrong_optimum(tmp_path, edit, needle):
+    """Times that are not positive numbers or Kernel Tuner's failure markers, records that are not
+    objects, and parameter lists that disagree would pass as failures, fold points together or
+    set a negative optimum: each is an input error naming the record or key."""
+    path = tmp_path / "damaged.json"
+    path.write_text(json.dumps(_damaged(edit)))
+    with pytest.raises(ForgeInputError, match=re.escape(needle)):
+        load_cache(path)
+    res = CliRunner().invoke(_app(), ["replay", str(path)])
+    assert res.exit_code == 2 and needle in " ".join(res.output.split())
 
 
 def test_a_budget_covering_the_whole_space_is_said_and_not_scored(tmp_path):

@@ -144,40 +144,76 @@ def read_space_doc(path: str | Path) -> dict[str, Any]:
     return read_json(path)
 
 
-def load_cache(path: str | Path) -> ReplayData:
-    """Read a brute-forced space from any path: a Kernel Tuner cache file or a forge run folder."""
-    path = Path(path)
-    doc = read_space_doc(path)
+def _params_of(path: Path, doc: Any) -> list[Param]:
+    """The space's parameters, with the document's structure checked: every parameter of
+    `tune_params` named once in `tune_params_keys` (fewer keys would fold distinct points into one)."""
+    if not isinstance(doc, dict):
+        raise ForgeInputError("cachefile", f"{path}: a Kernel Tuner cache is a JSON object, not {type(doc).__name__}")
     for key in ("tune_params_keys", "tune_params", "cache"):
         if key not in doc:
             raise ForgeInputError("cachefile", f"{path}: missing top-level key {key!r} "
                                   "(expected a Kernel Tuner cache: tune_params_keys, tune_params, cache)")
-    keys = list(doc["tune_params_keys"])
-    tp = doc["tune_params"]
-    params = []
-    for k in keys:
-        vals = list(tp[k])
-        params.append(Param(k, tuple(vals), ordered=_is_numeric(vals)))
+    keys, tp = doc["tune_params_keys"], doc["tune_params"]
+    if not isinstance(keys, list) or not all(isinstance(k, str) for k in keys) or len(set(keys)) != len(keys):
+        raise ForgeInputError("cachefile", f"{path}: tune_params_keys must be a list of distinct parameter names")
+    if not isinstance(tp, dict) or not all(isinstance(v, list) and v for v in tp.values()):
+        raise ForgeInputError("cachefile", f"{path}: tune_params must map each parameter to a non-empty list of values")
+    if set(keys) != set(tp):
+        raise ForgeInputError("cachefile", f"{path}: tune_params_keys ({', '.join(keys)}) and tune_params "
+                                           f"({', '.join(tp)}) must name the same parameters")
+    if not isinstance(doc["cache"], dict):
+        raise ForgeInputError("cachefile", f"{path}: cache must map each point's key to its record")
+    return [Param(k, tuple(tp[k]), ordered=_is_numeric(list(tp[k]))) for k in keys]
+
+
+def _time_of(path: Path, ckey: str, rec: dict[str, Any]) -> tuple[float, str]:
+    """(seconds, status) of a record: a positive time in ms, or one of Kernel Tuner's failure
+    markers; anything else is damage that would otherwise pass as a failure or a wrong optimum."""
+    t = rec.get("time")
+    if isinstance(t, str) and t in FAILURE_STATUS:
+        return float("nan"), FAILURE_STATUS[t]
+    if isinstance(t, (int, float)) and not isinstance(t, bool) and np.isfinite(t) and t > 0:
+        return float(t) / 1000.0, "ok"
+    raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has time {t!r}; expected a positive number of ms "
+                                       f"or one of {', '.join(FAILURE_STATUS)}")
+
+
+def load_cache(path: str | Path) -> ReplayData:
+    """Read a brute-forced space from any path: a Kernel Tuner cache file or a forge run folder."""
+    path = Path(path)
+    doc = read_space_doc(path)
+    params = _params_of(path, doc)
+    keys = [p.name for p in params]
     sizes = tuple(len(p.values) for p in params)
-    index_of = [{v: i for i, v in enumerate(p.values)} for p in params]
+    try:
+        index_of = [{v: i for i, v in enumerate(p.values)} for p in params]
+    except TypeError:
+        raise ForgeInputError("cachefile", f"{path}: tune_params values must be numbers or strings") from None
 
     rows: dict[int, tuple[float, str, float]] = {}
     for ckey, rec in doc["cache"].items():
+        if not isinstance(rec, dict):
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} is not an object")
         try:
             idx = [index_of[j][rec[k]] for j, k in enumerate(keys)]
         except KeyError:
-            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has a value outside tune_params") from None
-        t = rec.get("time")
-        if isinstance(t, str):
-            time, status = float("nan"), FAILURE_STATUS.get(t, "runtime_error")
-        elif isinstance(t, (int, float)) and np.isfinite(t):
-            time, status = float(t) / 1000.0, "ok"
-        else:
-            time, status = float("nan"), "runtime_error"
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} lacks a parameter or has a value outside "
+                                               "tune_params") from None
+        except TypeError:
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has a parameter value that is neither "
+                                               "a number nor a string") from None
+        time, status = _time_of(path, ckey, rec)
         if status == "invalid":       # an InvalidConfig record is the same as absent
             continue
-        cost = sum(float(rec.get(f, 0.0) or 0.0) for f in COST_FIELDS) / 1000.0
-        rows[int(np.ravel_multi_index(tuple(idx), sizes))] = (time, status, cost)
+        try:
+            cost = sum(float(rec.get(f, 0.0) or 0.0) for f in COST_FIELDS) / 1000.0
+        except (TypeError, ValueError):
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has a non-numeric "
+                                               f"{' or '.join(COST_FIELDS)}") from None
+        flat = int(np.ravel_multi_index(tuple(idx), sizes))
+        if flat in rows:
+            raise ForgeInputError("cachefile", f"{path}: record {ckey!r} repeats the point of another record")
+        rows[flat] = (time, status, cost)
     if not rows:
         raise ForgeInputError("cachefile", f"{path}: the cache holds no configurations")
 
