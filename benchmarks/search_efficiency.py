@@ -49,7 +49,9 @@ sys.path.insert(0, str(ROOT))
 from forge.backends.replay import ReplayData, load_cache  # noqa: E402
 from forge.search.random_baseline import expected_best_random, score  # noqa: E402
 from forge.search.replay_run import run_replay  # noqa: E402
-from forge.search.strategies import check_strategy_options  # noqa: E402
+from forge.cli import parse_pairs  # noqa: E402
+from forge.errors import ForgeInputError  # noqa: E402
+from forge.search.strategies import check_strategy_options, strategy_names  # noqa: E402
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
 TARGETS = ROOT / "benchmarks" / "search_targets.yaml"
@@ -257,8 +259,9 @@ def main(argv: list[str] | None = None) -> int:
     ap.add_argument("--markdown", help="also write the table to this file")
     ap.add_argument("--se", action="store_true",
                     help="also print each mean's standard error over the seeds (best/opt ± se)")
-    ap.add_argument("--forge-options", default="{}",
-                    help='JSON dict of ForgeStrategy options, e.g. \'{"acquisition": "thompson"}\'')
+    ap.add_argument("--forge-options", default="",
+                    help="ForgeStrategy options as `forge replay --options` takes them, e.g. acquisition=thompson,"
+                         "n_init=12 (or a JSON object)")
     ap.add_argument("--reference",
                     help="the strategy the table is read against (default forge, when it runs)")
     ap.add_argument("--targets", default=str(TARGETS),
@@ -266,30 +269,52 @@ def main(argv: list[str] | None = None) -> int:
     a = ap.parse_args(argv)
     if a.seeds < 1 or a.first_seed < 0:
         ap.error(f"--seeds must be >= 1 and --first-seed >= 0 (got {a.seeds}, {a.first_seed})")
+    if a.jobs < 1:
+        ap.error(f"--jobs must be >= 1 (got {a.jobs})")
     FORGE_OPTIONS.clear()
     try:
-        FORGE_OPTIONS.update(json.loads(a.forge_options))
+        text = a.forge_options.strip()
+        opts = json.loads(text) if text.startswith("{") else parse_pairs(text, "--forge-options")
+        if not isinstance(opts, dict):
+            raise ValueError("--forge-options: a JSON object or NAME=VALUE,...")
+        FORGE_OPTIONS.update(opts)
         check_strategy_options("forge", FORGE_OPTIONS, "--forge-options")
     except (ValueError, TypeError) as exc:   # JSONDecodeError and ForgeInputError are ValueErrors
-        ap.error(str(exc))
+        ap.error(f"--forge-options: {exc}" if isinstance(exc, json.JSONDecodeError) else str(exc))
     try:
         targets = load_targets(Path(a.targets))
     except (OSError, ValueError, yaml.YAMLError) as exc:   # pydantic's ValidationError is a ValueError
         ap.error(f"--targets {a.targets}: {exc}")
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
-    budgets = [int(b) for b in a.budgets.split(",")]
+    try:
+        budgets = [int(b) for b in a.budgets.split(",")]
+    except ValueError:
+        ap.error(f"--budgets: comma-separated whole numbers >= 1, got {a.budgets!r}")
+    if min(budgets) < 1:
+        ap.error(f"--budgets: every budget must be >= 1, got {a.budgets!r}")
+    for f in files:    # read here, before the workers fork: a bad file is named once, with exit 2
+        try:
+            _data(str(f))
+        except ForgeInputError as exc:
+            ap.error(str(exc))
     bmax = max(budgets)
     lines = ["| space | strategy | " + " | ".join(f"B={b} best/opt (score)" for b in budgets) + " |",
              "|---|---|" + "---|" * len(budgets)]
     t_all = time.time()
-    strategies = [st for st in a.strategies.split(",") if st]
+    strategies = a.strategies.split(",")
+    unknown = [st for st in strategies if st not in strategy_names()]
+    if unknown:
+        ap.error(f"--strategies: unknown {', '.join(map(repr, unknown))}; allowed: {', '.join(strategy_names())}")
+    kt_unknown = [st for st in a.kt.split(",") if st not in KT_STRATEGIES]
+    if kt_unknown and not a.no_kt:
+        ap.error(f"--kt: unknown {', '.join(map(repr, kt_unknown))}; allowed: {', '.join(KT_STRATEGIES)}")
     if a.reference is not None and a.reference not in strategies:
         ap.error(f"--reference {a.reference!r} is not among --strategies ({', '.join(strategies)})")
     reference = a.reference or "forge"
     if not a.no_kt:
         try:
             import kernel_tuner  # noqa: F401
-            strategies += [f"KT {st}" for st in a.kt.split(",") if st]
+            strategies += [f"KT {st}" for st in a.kt.split(",")]
         except ImportError as exc:
             print(f"kernel_tuner not available ({exc}); skipping its strategies", flush=True)
     seeds = range(a.first_seed, a.first_seed + a.seeds)
@@ -316,6 +341,7 @@ def main(argv: list[str] | None = None) -> int:
             print(f"  {k}/{len(tasks)} runs done, {time.time()-t_all:.0f} s", flush=True)
     if pool is not None:
         pool.close()
+    notes: list[str] = []
     for f in files:
         data = _data(str(f))
         opt = data.optimum_s
@@ -323,8 +349,17 @@ def main(argv: list[str] | None = None) -> int:
         rnd = {b: expected_best_random(data.time_s, 0, b) for b in budgets}
         print(f"== {data.name}: {len(data.time_s)} valid points ({n_fail} failed), optimum {opt*1e3:.4g} ms",
               flush=True)
+        undefined = [b for b in budgets if rnd[b] <= opt]   # random surely finds the optimum: 0/0
+        if undefined:
+            notes.append(f"{data.name}: at B={', '.join(map(str, undefined))} random search surely finds the "
+                         "optimum (the space, or its points not tied at the optimum, is used up), so the score is "
+                         "0/0 and printed —")
+
+        def scored(best: float, b: int) -> str:
+            return "—" if b in undefined else f"{score(best, rnd[b], opt):.3f}"
+
         lines.append(f"| {data.name} | random (exact expectation) | "
-                     + " | ".join(f"{rnd[b]/opt:.3f} (0.000)" for b in budgets) + " |")
+                     + " | ".join(f"{rnd[b]/opt:.3f} ({scored(rnd[b], b)})" for b in budgets) + " |")
         for st in strategies:
             trs = [got[(str(f), st, s)] for s in seeds]
             errs = [t for t in trs if isinstance(t, str)]
@@ -337,13 +372,15 @@ def main(argv: list[str] | None = None) -> int:
             for b in budgets:
                 m, se = _mean_se(ratio[:, b - 1])
                 err = f" ± {se:.3f}" if a.se and len(ratio) > 1 else ""
-                cells.append(f"{m:.3f}{err} ({score(m * opt, rnd[b], opt):.3f})")
+                cells.append(f"{m:.3f}{err} ({scored(m * opt, b)})")
             lines.append(f"| {data.name} | {st} | " + " | ".join(cells) + " |")
     table = "\n".join(lines)
     print(f"\n{a.seeds} seeds ({seeds.start}-{seeds.stop - 1}); best/optimum is the mean over seeds (lower is better)"
           + ("; ± its standard error over the seeds" if a.se else "")
           + "; score = (random - strategy)/(random - optimum) with random's exact expectation\n")
     print(table)
+    if notes:
+        print("\n" + "\n".join(notes))
     reading = read_against(ratios, reference, budgets, targets)
     if reading:
         print("\n" + "\n".join(reading))

@@ -61,10 +61,8 @@ def parse_pairs(text: str | None, field: str, ints: bool = False) -> dict[str, A
     if not text:
         return result
     for item in text.split(","):
-        if not item.strip():
-            continue
-        if "=" not in item:
-            raise ForgeInputError(field, f"expected NAME=VALUE, got {item!r}")
+        if "=" not in item or not item.split("=", 1)[0].strip():
+            raise ForgeInputError(field, f"expected NAME=VALUE,... got {item!r} in {text!r}")
         k, v = (s.strip() for s in item.split("=", 1))
         if k in result:
             raise ForgeInputError(f"{field} {k}", "given twice; give each name once")

@@ -10,8 +10,12 @@ class ForgeInputError(ValueError):
     """Bad input from the user: names the field or value and what is allowed."""
 
     def __init__(self, field: str, message: str):
-        self.field = field
+        self.field, self.message = field, message
         super().__init__(f"{field}: {message}")
+
+    def __reduce__(self):
+        # rebuilt from its two arguments, so the error crosses a process pool (benchmarks' workers)
+        return type(self), (self.field, self.message)
 
 
 @contextmanager

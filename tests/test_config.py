@@ -92,6 +92,9 @@ def test_parse_pairs():
         "block_q": [32, 64], "order": "qk", "causal": True}
     with pytest.raises(ForgeInputError, match="--shape S"):
         parse_pairs("S=abc", "--shape", ints=True)
+    for typo in ("M=64,,N=64", "M=64,", "=5", "M=64,N"):       # nothing dropped without a word
+        with pytest.raises(ForgeInputError, match="expected NAME=VALUE"):
+            parse_pairs(typo, "--shape", ints=True)
 
 
 @pytest.mark.parametrize("args,needle", [

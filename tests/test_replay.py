@@ -502,3 +502,49 @@ def test_score_is_undefined_when_random_search_surely_finds_a_tied_optimum(tmp_p
     assert res.exit_code == 0, res.output
     assert "exact random expectation 1.0000" in res.output
     assert "score         —" in res.output and "already the optimum (tied optima)" in res.output
+    efficiency = _benchmark_module("search_efficiency")
+    efficiency.main([str(path), "--seeds", "2", "--strategies", "random", "--no-kt", "--jobs", "1",
+                     "--budgets", "1,3", "--markdown", str(tmp_path / "t.md")])
+    row = next(line for line in (tmp_path / "t.md").read_text().splitlines() if "| random |" in line)
+    assert row.endswith("(—) |") and "(1.000)" not in row
+
+
+@pytest.mark.parametrize("args, needle", [
+    (["--budgets", "0"], "--budgets: every budget must be >= 1"), (["--budgets", "-3"], ">= 1"),
+    (["--budgets", "5,,10"], "--budgets: comma-separated"), (["--budgets", "abc"], "comma-separated"),
+    (["--strategies", "foo"], "--strategies: unknown 'foo'"), (["--strategies", ""], "unknown ''"),
+    (["--kt", "foo"], "--kt: unknown 'foo'"), (["--jobs", "0"], "--jobs must be >= 1"),
+    (["--forge-options", "nope=1"], "nope"), (["--forge-options", "{bad"], "--forge-options: Expecting"),
+    (["--forge-options", "n_init=5,,"], "expected NAME=VALUE"),
+])
+def test_search_efficiency_bad_arguments_are_usage_errors(args, needle, tmp_path, capsys):
+    efficiency = _benchmark_module("search_efficiency")
+    with pytest.raises(SystemExit) as exc:
+        efficiency.main([str(write_cache(tmp_path / "toy.json")), "--seeds", "1", "--jobs", "1", *args])
+    assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
+def test_search_efficiency_names_a_bad_file_before_its_workers_start(tmp_path):
+    """A file that is not a cache is named with exit 2 before the pool forks (an error raised in a
+    worker once hung the pool), and forge's options are taken as `forge replay --options` takes them."""
+    import subprocess
+    import sys
+
+    script = Path(__file__).parents[1] / "benchmarks" / "search_efficiency.py"
+    (tmp_path / "notjson.json").write_text("not json")
+    for path, needle in ((tmp_path / "nope.json.gz", "no such file"), (tmp_path / "notjson.json", "not a readable")):
+        res = subprocess.run([sys.executable, str(script), str(path), "--seeds", "1", "--budgets", "2",
+                              "--strategies", "random", "--no-kt", "--jobs", "2"],
+                             capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2 and needle in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
+    res = subprocess.run([sys.executable, str(script), str(write_cache(tmp_path / "toy.json")), "--seeds", "1",
+                          "--budgets", "2", "--strategies", "forge", "--no-kt", "--jobs", "2",
+                          "--forge-options", "n_init=3"], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 0 and "/toy | forge |" in res.stdout, res.stderr[-2000:]
+
+
+def test_an_input_error_survives_pickling():
+    import pickle
+
+    err = pickle.loads(pickle.dumps(ForgeInputError("cachefile", "x.json: no such file")))
+    assert (err.field, str(err)) == ("cachefile", "cachefile: x.json: no such file")
