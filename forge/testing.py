@@ -190,12 +190,24 @@ class LaterIsFasterCpuBackend(CpuBackend):
         super().__init__(target, **options)
         self.first: dict[str, float] = {}
 
+    def _time(self, n: int) -> float:
+        """The time of the n-th variant measured (from 0)."""
+        return 1e-3 / (1 + n)
+
     def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
         m = super().run(artifact, variant, **kwargs)
         if m.status == "ok" and m.timings:
-            t = self.first.setdefault(variant.key(), 1e-3 / (1 + len(self.first)))
+            t = self.first.setdefault(variant.key(), self._time(len(self.first)))
             m.timings = [t] * len(m.timings)
         return m
+
+
+class LaterIsSlowerCpuBackend(LaterIsFasterCpuBackend):
+    """The reverse: each variant measured runs slower than every one before it, so a search never
+    improves on its first variant (a test of patience)."""
+
+    def _time(self, n: int) -> float:
+        return 1e-3 * (1 + n)
 
 
 class DyingSlotCpuBackend(CpuBackend):

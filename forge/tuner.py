@@ -480,6 +480,9 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     known, recs = _known(ctx)
     for r in recs:
         _note_result(ctx, r)
+    # patience counts from this invocation: a resume that raises --trials searches again, where the
+    # evaluations without improvement before it would stop it at once
+    ctx.since_improvement = 0
     storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
     strategy = make_strategy(s, enum, storage)
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs
