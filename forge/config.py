@@ -11,6 +11,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
+from forge.yamlio import load_yaml
 from forge.errors import ForgeInputError
 from forge.search.strategies import check_strategy_options, strategy_names, strategy_unavailable
 
@@ -130,7 +131,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tu
     if not p.is_file():
         raise ForgeInputError("--config", f"no such file: {p}")
     try:
-        raw = yaml.safe_load(p.read_text()) or {}
+        raw = load_yaml(p.read_text()) or {}
     except yaml.YAMLError as exc:
         raise ForgeInputError(str(p), f"not valid YAML: {exc}") from None
     if not isinstance(raw, dict):

@@ -25,6 +25,16 @@ def test_config_expands_shapes_into_settings(tmp_path):
     assert s[0].trials == 5 and str(s[1].out) == "r/shape1"
 
 
+def test_a_config_reads_an_exponent_without_a_dot_as_a_number(tmp_path):
+    """YAML 1.1 reads `1e-5` as a string; forge's files read it as YAML 1.2 does, as on the command line."""
+    cfg = load_config(write(tmp_path, "op: rmsnorm\nshapes: [{M: 4, N: 8}]\nattrs: {eps: 1e-5}\ntime_budget: 2E+1\n"))
+    (s,) = cfg.settings()
+    assert s.attrs["eps"] == 1e-5 and s.time_budget == 20.0
+    from forge.ops import get_op
+
+    get_op("rmsnorm").problem(s.shape, s.dtype, s.attrs)          # accepted, not "must be a positive number"
+
+
 @pytest.mark.parametrize("text,field", [
     ("op: softmax\nshapes: [{M: 4, N: 8}]\nexecutor: slurm\n", "executor"),
     ("op: softmax\nshapes: [{M: 4, N: 8}]\ntrails: 5\n", "trails"),

@@ -10,6 +10,7 @@ from typing import Any
 
 import yaml
 
+from forge.yamlio import load_yaml
 from forge.bench.cases import Suite, Unsupported
 from forge.bench.importers import CANN, SOL, import_cann_task, import_folder, import_sol_definition
 from forge.errors import ForgeInputError
@@ -66,7 +67,7 @@ def _need(entry: dict[str, Any], key: str, where: str) -> Any:
 
 def load_suite_file(path: Path) -> Suite:
     try:
-        data = yaml.safe_load(Path(path).read_text())
+        data = load_yaml(Path(path).read_text())
     except yaml.YAMLError as exc:
         raise ForgeInputError(str(path), f"not valid YAML: {exc}") from None
     if not isinstance(data, dict):

@@ -13,6 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
+from forge.yamlio import load_yaml
 from forge.errors import ForgeInputError
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -51,7 +52,7 @@ def _search_dirs() -> list[Path]:
 
 def _load_file(path: Path) -> Target:
     try:
-        raw = yaml.safe_load(path.read_text())
+        raw = load_yaml(path.read_text())
     except yaml.YAMLError as exc:
         raise ForgeInputError(str(path), f"not valid YAML: {exc}") from None
     if not isinstance(raw, dict):
