@@ -561,8 +561,10 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
 def _search_depth(ctx: Context, reason: str, valid: int) -> int:
     """The search the bank may credit this run with: none for a restricted space or a bank hit,
     the whole space where the search covered it, the trials asked for where it ran to them or
-    judged it had converged (patience), else what it evaluated (a time budget)."""
-    if ctx.settings.space or reason == "bank hit":
+    judged it had converged (patience), else what it evaluated (a time budget). A measured run
+    without a final re-measure (--top-k 0) is credited none: its best is the luckiest of many
+    search-time draws, fit to warm-start a search, not to stand in for one."""
+    if ctx.settings.space or reason == "bank hit" or (ctx.measured and ctx.settings.top_k == 0):
         return 0
     if reason == "space exhausted":
         return valid

@@ -161,7 +161,7 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     from forge import tuner
     from forge.config import TuneSettings
 
-    kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=4, reps=2, warmup=0, top_k=0, sampler="random",
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=4, reps=2, warmup=0, top_k=1, final_reps=2, sampler="random",
               timeout=20.0)
     first = Console(record=True, width=200, file=open(os.devnull, "w"))
     tuner.tune(TuneSettings(**kw, out=tmp_path / "first"), console=first)
@@ -191,7 +191,7 @@ def test_a_hit_skips_only_a_search_no_deeper_than_the_one_behind_the_entry(bank,
     from forge.config import TuneSettings
     from forge.results import Store
 
-    kw = dict(op="softmax", shape={"M": 64, "N": 128}, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0)
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, reps=2, warmup=0, top_k=1, final_reps=2, sampler="random", timeout=20.0)
 
     def run(name, **more):
         con = Console(record=True, width=200, file=open(os.devnull, "w"))
@@ -215,6 +215,21 @@ def test_a_hit_skips_only_a_search_no_deeper_than_the_one_behind_the_entry(bank,
     with Bank() as b:
         counters = b.counters()
     assert (counters["hits"], counters["misses"]) == (2, 3)       # served twice; searched three times
+
+
+def test_a_measured_run_without_a_final_re_measure_banks_a_warm_start_not_an_answer(bank, tmp_path):
+    """With --top-k 0 the best is the luckiest of the search-time draws: banked with no depth, so
+    the next run measures it first and searches rather than being served by it."""
+    from forge import tuner
+    from forge.config import TuneSettings
+
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=2, reps=2, warmup=0, top_k=0, sampler="random",
+              timeout=20.0)
+    tuner.tune(TuneSettings(**kw, out=tmp_path / "a"), console=Console(file=open(os.devnull, "w")))
+    assert bank_lookup(P, "cpu")[3] == 0
+    con = Console(record=True, width=200, file=open(os.devnull, "w"))
+    run = tuner.tune(TuneSettings(**kw, out=tmp_path / "b"), console=con)
+    assert "search skipped" not in con.export_text() and json.loads((run / "run.json").read_text())["evaluated"] == 2
 
 
 def test_a_config_the_model_chose_is_measured_first_by_a_measuring_run_not_served(bank, tmp_path):
