@@ -289,19 +289,28 @@ def report(
     run: Path = typer.Argument(..., help="run folder or bench folder"),
     fmt: Optional[str] = typer.Option(None, "--format", "-f", help="also write html | md | json | csv (a bench "
                                                                     "folder: html | md | json)"),
-    output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>)"),
-    top: Optional[int] = typer.Option(None, min=1, help="rows shown in the terminal (default 10; a bench's "
-                                                          "cases: 60)"),
+    output: Optional[Path] = typer.Option(None, "--output", "-o", help="file to write (default <run>/leaderboard.<fmt>; "
+                                                                     "without --format, its suffix names the format)"),
+    top: Optional[int] = typer.Option(None, help="rows shown in the terminal (default 10; a bench's cases: 60)"),
 ) -> None:
     """Print a run's leaderboard (or a bench folder's); with --format, also write it to a file."""
     from forge.bench.runner import BENCH_FILE
 
+    if top is not None and top < 1:
+        raise ForgeInputError("--top", f"must be at least 1, got {top}")
+    field = "--format"
+    if output is not None and fmt is None:     # -o x.md: the suffix names the format
+        suffix = output.suffix.lstrip(".").lower()
+        fmt, field = {"htm": "html", "markdown": "md"}.get(suffix, suffix), "--output"
+        if not fmt:
+            raise ForgeInputError("--output", f"cannot tell the format from {output.name}: give --format "
+                                              "(html | md | json | csv)")
     if (Path(run) / BENCH_FILE).is_file():
         from forge.bench.board import build_board
         from forge.bench.render import FILES, to_terminal
 
         formats = {name: render for name, (_, render) in FILES.items()}
-        _check_format(fmt, formats, "a bench folder")
+        _check_format(fmt, formats, "a bench folder", field)
         report = build_board(run)
         to_terminal(report, out, max_cases=top or 60)
     else:
@@ -310,7 +319,7 @@ def report(
         from forge.report.run_html import leaderboard_html
 
         formats = {**FORMATS, "html": leaderboard_html}
-        _check_format(fmt, formats, "a run folder")
+        _check_format(fmt, formats, "a run folder", field)
         report = build_leaderboard(run)
         print_leaderboard(report, out, top=top or 10)
     if fmt:
@@ -321,9 +330,9 @@ def report(
         out.print(f"wrote {path}")
 
 
-def _check_format(fmt: str | None, formats: dict[str, Any], what: str) -> None:
+def _check_format(fmt: str | None, formats: dict[str, Any], what: str, field: str = "--format") -> None:
     if fmt and fmt not in formats:
-        raise ForgeInputError("--format", f"unknown format {fmt!r} for {what}; allowed: {', '.join(formats)}")
+        raise ForgeInputError(field, f"unknown format {fmt!r} for {what}; allowed: {', '.join(formats)}")
 
 
 @app.command()

@@ -248,7 +248,10 @@ def test_rows_left_out_by_top_are_counted_and_the_star_is_explained_in_markdown_
                      rows, [], {"ok": 3}, {}, [], [])
     out = io.StringIO()
     print_leaderboard(lb, Console(file=out, width=200), top=1)
-    assert "2 more ranked variants not shown (--top 3 shows all)" in out.getvalue()
+    assert "2 more ranked variants not shown (forge report run --top 3 shows all)" in out.getvalue()
+    out = io.StringIO()
+    print_leaderboard(lb, Console(file=out, width=200), top=2)
+    assert "1 more ranked variant not shown" in out.getvalue()
     md = to_markdown(lb)                                   # a file holds every row
     assert "`tile=3`" in md and "not shown" not in md and "\\* re-measured at the end with more repetitions" in md
 

@@ -15,6 +15,7 @@ import pytest
 from rich.console import Console
 
 from forge.config import TuneSettings
+from forge.errors import ForgeInputError
 from forge.report.leaderboard import build_leaderboard
 from forge.results import Store
 from forge.targets import get_target
@@ -124,6 +125,13 @@ def _check_report_formats(run, lb):
         assert needle in (run / f"leaderboard.{fmt}").read_text()
     best = " ".join(f"{k}={v}" for k, v in lb.rows[0].config.items())
     assert best in (run / "leaderboard.md").read_text()
+    r = CliRunner().invoke(app, ["report", str(run), "-o", str(run / "named.markdown")])   # the suffix names it
+    assert r.exit_code == 0 and "| rank | config |" in (run / "named.markdown").read_text(), r.output
+    for argv, needle in ((["-o", str(run / "x.txt")], "--output: unknown format 'txt'"),
+                         (["-o", str(run / "noext")], "--output: cannot tell the format from noext"),
+                         (["--top", "0"], "--top: must be at least 1")):
+        r = CliRunner().invoke(app, ["report", str(run), *argv])     # the console script makes it exit 2
+        assert isinstance(r.exception, ForgeInputError) and needle in str(r.exception), r.output
     r = CliRunner().invoke(app, ["show", str(run), "1"])
     assert r.exit_code == 0 and best in r.output and "changed since" not in r.output
     _check_show_export(run, lb)

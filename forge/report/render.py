@@ -165,7 +165,9 @@ def notes(lb: Leaderboard, top: int | None = None) -> list[str]:
     shown = lb.rows[:top]
     lines = []
     if len(lb.rows) > len(shown):
-        lines.append(f"{len(lb.rows) - len(shown)} more ranked variants not shown (--top {len(lb.rows)} shows all)")
+        more = len(lb.rows) - len(shown)
+        lines.append(f"{more} more ranked variant{'s' if more > 1 else ''} not shown "
+                     f"(forge report {lb.run_dir} --top {len(lb.rows)} shows all)")
     if any(r.remeasured for r in shown):
         lines.append(REMEASURED_NOTE)
     best = lb.best
