@@ -45,6 +45,20 @@ def test_every_exported_run_sh_runs_from_its_own_folder(target):
     assert run.splitlines()[1:].index('cd "$(dirname "$0")"') < 5, run
 
 
+def test_an_ascend_run_sh_without_the_cann_environment_says_what_to_source(tmp_path):
+    """Without ASCEND_HOME_PATH the build cannot find CANN: run.sh stops at once and says why,
+    rather than going on to a CMake error."""
+    import os
+    import subprocess
+
+    backend = get_backend("ascend910b2")
+    v = first_valid(backend, get_op("rmsnorm").problem({"M": 64, "N": 1024}, "float16"))
+    (tmp_path / "run.sh").write_text({**backend.generate(v).files, **backend.export_files(v, seed=0)}["run.sh"])
+    env = {k: val for k, val in os.environ.items() if k != "ASCEND_HOME_PATH"}
+    res = subprocess.run(["bash", str(tmp_path / "run.sh")], capture_output=True, text=True, env=env, timeout=60)
+    assert res.returncode == 2 and "ASCEND_HOME_PATH is not set; source <CANN install>/set_env.sh" in res.stderr
+
+
 def test_an_ascend_export_holds_the_inputs_its_launcher_reads():
     backend = get_backend("ascend910b2")
     p = get_op("rmsnorm").problem({"M": 64, "N": 1024}, "float16")
