@@ -555,3 +555,9 @@ def test_a_final_re_measure_is_committed_whole(tmp_path):
     store.add_final([rec("c")])
     assert [r.variant_key for r in store.records(phase="final")] == ["c"]
     assert [r.variant_key for r in store.records(phase="final", superseded=True)] == ["a", "b", "c"]
+
+
+def test_no_host_check_on_a_target_without_one_says_it_changes_nothing(tmp_path):
+    con = Console(record=True, width=300, file=open(os.devnull, "w"))
+    tune(settings(tmp_path, trials=1, top_k=0, host_check=False), console=con)
+    assert "--no-host-check changes nothing on cpu" in con.export_text()

@@ -108,6 +108,9 @@ class Backend(ABC):
     # Ray's resource name for one of the devices `run` measures on: a device slot of the Ray
     # executor reserves one, and Ray makes only that device visible to it.
     device_resource: str | None = None
+    # Whether variants that are not run here are checked on the host instead (CUDA without a GPU):
+    # what `--no-host-check` turns off
+    checks_on_host: bool = False
 
     def __init__(self, target: Target, measure: str = "auto"):
         if measure not in MEASURE_MODES:

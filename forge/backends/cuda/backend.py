@@ -48,6 +48,7 @@ def default_cache() -> Path:
 class CudaBackend(Backend):
     kind = "cuda"
     device_resource = "GPU"        # Ray sets CUDA_VISIBLE_DEVICES for the slot's process
+    checks_on_host = True
 
     def __init__(self, target: Target, measure: str = "auto", allow_spills: bool = False,
                  host_check: bool = True, **_: Any):
