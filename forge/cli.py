@@ -156,7 +156,10 @@ def tune(
             dims = parse_pairs(shape, "--shape", ints=True)
         else:
             from forge.ops import get_op
+            from forge.targets import get_target
 
+            if flags.get("target"):
+                get_target(flags["target"])     # an unknown target is named before the default shape is
             dims = dict(get_op(op).default_shape)
             if not dims:
                 raise ForgeInputError("--shape", f"missing; {op} needs {', '.join(get_op(op).dims)}")
