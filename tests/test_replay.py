@@ -229,6 +229,23 @@ def test_cli_replay(tmp_path):
     assert "best/optimum  1.0000" in res.output and "score         1.0000" in res.output
     bad = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "nope"])
     assert bad.exit_code == 2 and "unknown strategy" in bad.output
+    one = CliRunner().invoke(_app(), ["replay", str(path), "--budget", "3", "--seeds", "1"])
+    assert one.exit_code == 0 and "1 seed, batch 1" in one.output, one.output
+    folder = CliRunner().invoke(_app(), ["replay", str(tmp_path)])          # a folder, not a run: the argument named
+    assert folder.exit_code == 2 and "error: cachefile:" in folder.output and "not a forge run folder" in folder.output
+
+
+def test_cli_replay_says_when_every_seed_made_the_same_run(tmp_path, monkeypatch):
+    """A strategy that ignores the seed (unscrambled Sobol on some spaces) gives one run however
+    many seeds: said, since its ± 0 would read as a precise mean."""
+    import forge.search.replay_run as replay_run
+
+    real = replay_run.run_replay
+    monkeypatch.setattr(replay_run, "run_replay", lambda data, strategy, budget, seed, **kw: real(data, strategy, budget,
+                                                                                                  seed=0, **kw))
+    path = write_cache(tmp_path / "toy.json")
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "random", "--budget", "3", "--seeds", "2"])
+    assert res.exit_code == 0 and "every seed made the same run (random ignores the seed" in res.output, res.output
 
 
 def test_cli_replay_strategy_options(tmp_path):

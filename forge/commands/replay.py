@@ -34,7 +34,7 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     from forge.search.strategies import check_strategy_options
     from rich.progress import track
 
-    from forge.report.progress import make_console
+    from forge.report.progress import make_console, plural
     from forge.search.replay_run import run_replay
 
     try:
@@ -75,10 +75,13 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     se = f" ± {bests.std(ddof=1) / np.sqrt(seeds) / opt:.4f}" if seeds > 1 else ""
     rnd = expected_best_random(data.time_s, 0, budget)
     fails = sum(r.failures for r in results)
-    typer.echo(f"space      {data.name}  ({data.kernel} on {data.device}): {len(data.time_s)} valid points, "
+    typer.echo(f"space      {data.name}  ({data.kernel} on {data.device}): {plural(len(data.time_s), 'valid point')}, "
                f"{len(data.time_s) - data.n_ok} failed, optimum {opt * 1e3:.4g} ms")
-    typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {seeds} seeds, batch {batch}"
+    typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {plural(seeds, 'seed')}, batch {batch}"
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
+    if seeds > 1 and all(np.array_equal(r.trace, results[0].trace) for r in results[1:]):
+        typer.echo(f"note: every seed made the same run ({strategy} ignores the seed here, as unscrambled qmc does), "
+                   "so the seeds add no information and the ± is no error bar", err=True)
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
                f"exact random expectation {rnd / opt:.4f})")
     # random search finds the optimum too (the budget covers the space, or ties): the score is 0/0

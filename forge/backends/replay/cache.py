@@ -137,8 +137,11 @@ def read_space_doc(path: str | Path) -> dict[str, Any]:
     if path.is_dir():          # a run folder missing a part, or no run at all: said which
         from forge.tuner import read_run_file
 
-        read_run_file(path)
-        raise ForgeInputError("run", f"{path} is not a forge run folder (no forge.sqlite)")
+        try:
+            read_run_file(path)
+        except ForgeInputError as exc:          # named as the argument it came from
+            raise ForgeInputError("cachefile", str(exc).removeprefix(f"{exc.field}: ")) from None
+        raise ForgeInputError("cachefile", f"{path} is not a forge run folder (no forge.sqlite)")
     if not path.is_file():
         raise ForgeInputError("cachefile", f"{path}: no such file or forge run folder")
     return read_json(path)
