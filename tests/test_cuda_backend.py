@@ -276,6 +276,8 @@ def test_modeled_variants_are_checked_on_the_host_at_a_reduced_shape(tmp_path):
     off = get_backend("h100", measure="model", host_check=False)
     m = off.run(_host_artifact(off, v, tmp_path), v, seed=0, warmup=1, reps=1, timeout=60)
     assert m.status == "ok" and "not checked" in m.extra["correctness"] and "host_check off" in m.extra["correctness"]
+    # split_k=2: two launches, each charged the model's launch overhead, which the report names beside the roofline
+    assert m.extra["launch_head_s"] == pytest.approx(2 * 2.0e-6) and m.extra["launch_head_s"] < m.timings[0]
 
 
 @host_only

@@ -135,7 +135,8 @@ def headline(lb: Leaderboard) -> list[str]:
     lines += missing_baselines(lb)
     if lb.info.get("roofline_seconds"):
         roof = lb.info["roofline_seconds"]
-        # Ascend's model charges each kernel its launch head (ascend.md §1.5), which no roofline holds
+        # the models charge each kernel its launch (Ascend's head, ascend.md §1.5; CUDA's overhead,
+        # cuda.md §5.2), which no roofline holds
         head = next((r.extra["launch_head_s"] for r in lb.rows if r.extra.get("launch_head_s")), None)
         lines.append(f"roofline bound: {fmt_seconds(roof)}" + (
             f" (math and data movement only; each modeled time also holds a {fmt_seconds(head)} kernel launch"

@@ -55,7 +55,7 @@ def kernel_time(arch: Arch, p: Problem, est: dict[str, Any], regs: int | None = 
     t_memory = est["bytes_moved"] / (t.memory_bandwidth * k["achievable_bw_fraction"] * fill)
     body = max(t_compute, t_memory) if est["pipelined"] else max(t_compute, t_memory) + 0.5 * min(t_compute, t_memory)
     total = body + est["launches"] * k["launch_overhead_s"]
-    return total, {"compute_s": t_compute, "math_s": t_math, "smem_s": t_smem, "memory_s": t_memory, "waves": n_waves, "tail_efficiency": round(tail, 4),
+    return total, {"launch_head_s": est["launches"] * k["launch_overhead_s"], "compute_s": t_compute, "math_s": t_math, "smem_s": t_smem, "memory_s": t_memory, "waves": n_waves, "tail_efficiency": round(tail, 4),
                    "latency_hiding": round(hide, 4), "blocks_per_sm": occ.blocks_per_sm,
                    "binding": list(occ.binding), "regs_used": r, "roofline_s": t.roofline_seconds(
                        get_op(p.op).flops(p), get_op(p.op).min_bytes(p), p.dtype)}
