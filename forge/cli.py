@@ -146,7 +146,7 @@ def tune(
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
         settings = cfg.settings()
-        _check_shapes(settings, config, {k for k, v in flags.items() if v is not None})
+        _check_shapes(settings, config, {k for k, v in flags.items() if v is not None} | ({"shape"} if shape else set()))
         if len(settings) > 1 and settings[0].out is not None:
             _check_config_folder(Path(settings[0].out).parent, "--out" if out_dir else f"{config.name}: out")
     else:
@@ -260,8 +260,8 @@ def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:
             check_placement(s.devices, s.executor, backend, s.ray_address)
         except ForgeInputError as exc:
             field = exc.field
-            if field.startswith("shape"):
-                field = (f"shapes[{i}]" if len(settings) > 1 else "shape") + field.removeprefix("shape")
+            if field.startswith("shape"):     # the config's list, unless --shape replaced it
+                field = ("shape" if "shape" in flags else f"shapes[{i}]") + field.removeprefix("shape")
             elif field.startswith("--") and field[2:].replace("-", "_") not in flags:
                 field = field[2:].replace("-", "_")          # set in the config, not by the flag
             raise ForgeInputError(field if field.startswith("--") else f"{config.name}: {field}",

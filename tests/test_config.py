@@ -225,6 +225,7 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
 
 @pytest.mark.parametrize("shapes,needle", [
     ("[{M: 4, N: 8}, {M: 4, X: 8}]", "c.yaml: shapes[1].X: unknown dimension for softmax"),
+    ("[{M: 4, X: 8}]", "c.yaml: shapes[0].X: unknown dimension for softmax"),        # the config's field, one shape too
     # larger than this machine's memory (any machine's: 3.6 PiB of float32 in and out)
     ("[{M: 4, N: 8}, {M: 999999999999, N: 256}]",
      "c.yaml: shapes[1]: softmax[M=999999999999,N=256] float32 needs about"),
