@@ -425,6 +425,15 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr
+    # case 64 measured in C, modeled in A: not compared, in the case row and in the counts
+    fake_tuner({8: ([20], 40, 50, "measured"), 16: ([16], 40, None, "measured"), 32: ([9], 40, None, "measured"),
+                64: ([4], None, None, "measured")})
+    run_bench(make_suite(), "cpu", tmp_path / "c")
+    cmp = compare_benches(tmp_path / "a", tmp_path / "c")
+    r64 = next(r for r in cmp["cases"] if r["case_id"] == "64")
+    assert (r64["verdict"], r64["ratio"]) == ("kinds differ", None) and cmp["total"]["kinds_differ"] == 1
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "c"), "--all"])
+    assert res.exit_code == 0 and "1 case(s) passed by both are not compared" in res.output, res.output
 
 
 def test_compare_leaves_out_a_case_id_that_names_another_problem(tmp_path, fake_tuner):

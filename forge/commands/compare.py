@@ -95,6 +95,9 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
                 _x(o["geomean_speedup_b"])) for o in [*cmp["operators"], cmp["total"]]]
     print_fitted(con, head, summary, keys=("operator",), right=head[1:],
                  title="per operator: B time / A time (geomean over cases both passed; > 1: A faster)")
+    if cmp["total"].get("kinds_differ"):
+        con.print(f"{cmp['total']['kinds_differ']} case(s) passed by both are not compared: one time is measured, "
+                  "the other modeled, and forge does not set one kind against the other", highlight=False)
     rows = [r for r in cmp["cases"] if show_all or r["verdict"] != "tie"]
     rows.sort(key=lambda r: (r["ratio"] is None, r["ratio"] or 0.0))
     cases = []
