@@ -349,14 +349,15 @@ def main(argv: list[str] | None = None) -> int:
         rnd = {b: expected_best_random(data.time_s, 0, b) for b in budgets}
         print(f"== {data.name}: {len(data.time_s)} valid points ({n_fail} failed), optimum {opt*1e3:.4g} ms",
               flush=True)
-        undefined = [b for b in budgets if rnd[b] <= opt]   # random surely finds the optimum: 0/0
+        undefined = [b for b in budgets if score(opt, rnd[b], opt) is None]   # random surely finds the optimum: 0/0
         if undefined:
             notes.append(f"{data.name}: at B={', '.join(map(str, undefined))} random search surely finds the "
                          "optimum (the space, or its points not tied at the optimum, is used up), so the score is "
                          "0/0 and printed —")
 
         def scored(best: float, b: int) -> str:
-            return "—" if b in undefined else f"{score(best, rnd[b], opt):.3f}"
+            value = score(best, rnd[b], opt)
+            return "—" if value is None else f"{value:.3f}"
 
         lines.append(f"| {data.name} | random (exact expectation) | "
                      + " | ".join(f"{rnd[b]/opt:.3f} ({scored(rnd[b], b)})" for b in budgets) + " |")

@@ -11,9 +11,9 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from forge.yamlio import load_yaml
 from forge.errors import ForgeInputError
 from forge.search.strategies import check_strategy_options, strategy_names, strategy_unavailable
+from forge.yamlio import load_yaml
 
 
 RESULTS_DIR = Path("results")   # where runs and benches go without --out (forge runs lists it)

@@ -231,6 +231,23 @@ def test_cann_task_edge_cases(tmp_path):
         import_cann_folder(t)
 
 
+def test_cann_attention_scale_written_as_an_exponent_is_a_number(tmp_path):
+    """`scaleValue: 1e-1` is a number (YAML 1.2, as forge reads its YAML); a scale that is no number
+    makes the case unsupported with the reason, not a traceback."""
+    t = tmp_path / "mha"
+    t.mkdir()
+    (t / "proto.yaml").write_text("operator:\n  name: MHA\n  attrs:\n    - {name: scaleValue, default: 1e-1}\n")
+    (t / "cases.yaml").write_text("cases:\n"
+                                  "  - {case_id: 1, input_shape: [[1, 64, 4, 64], [1, 64, 4, 64], [1, 64, 4, 64]], "
+                                  "dtype: [float16, float16, float16]}\n"
+                                  "  - {case_id: 2, input_shape: [[1, 64, 4, 64], [1, 64, 4, 64], [1, 64, 4, 64]], "
+                                  "dtype: [float16, float16, float16], attrs: {scaleValue: abc}}\n")
+    s = import_cann_folder(t)
+    (case,) = s.cases
+    assert case.attrs["scale"] == pytest.approx(0.1)
+    assert [u.reason for u in s.unsupported] == ["scaleValue must be a number, got 'abc'"]
+
+
 def test_cann_swiglu_along_any_axis_is_the_last_axis_op_on_a_reshape(tmp_path):
     """swi_glu along axis d of [outer, K, inner] maps to forge's last-axis op on [outer, K*inner];
     the op's float64 reference on that view equals swi_glu computed along axis d (chunk in halves

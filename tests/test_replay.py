@@ -208,6 +208,8 @@ def test_expectation_matches_monte_carlo_on_real_space():
         exact = expected_best_random(data.time_s, 0, b)
         assert abs(sims.mean() - exact) < 4 * sims.std() / np.sqrt(len(sims)) + 1e-12
     assert score(data.optimum_s, 2.0, data.optimum_s) == 1.0 and score(2.0, 2.0, 1.0) == 0.0
+    # random surely finds the optimum: 0/0, also where the exact sum rounds a hair above it
+    assert score(1.0, 1.0, 1.0) is None and score(1.0, 1.0 + 2e-16, 1.0) is None
 
 
 def _app():

@@ -25,6 +25,7 @@ from forge.bench.axes import UnknownName, evaluate, resolve_axes
 from forge.bench.cases import BenchCase, Suite, Unsupported
 from forge.errors import ForgeInputError
 from forge.ops import OPS, get_op
+from forge.yamlio import load_yaml
 
 SOL = "sol_execbench"
 CANN = "cannbench"
@@ -425,6 +426,8 @@ def _map_cann_attention(c: CannCase, mha: bool) -> Mapped:
     if mha and q[2] != k[2]:
         raise NotSupported(f"mha needs N_q == N_kv, got {q[2]} and {k[2]}")
     scale = c.attrs.get("scaleValue", -1.0)
+    if scale is not None and (isinstance(scale, bool) or not isinstance(scale, (int, float))):
+        raise NotSupported(f"scaleValue must be a number, got {scale!r}")
     attrs = {"causal": bool(c.attrs.get("is_causal", False)),
              "scale": float(scale) if scale is not None and scale > 0 else None}  # <= 0 -> 1/sqrt(D)
     return Mapped("attention", {"B": q[0], "Hq": q[2], "Hkv": k[2], "Sq": q[1], "Skv": k[1], "D": q[3]},
@@ -545,7 +548,7 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
 
 def _read_yaml(path: Path) -> Any:
     try:
-        return yaml.safe_load(path.read_text())
+        return load_yaml(path.read_text())
     except yaml.YAMLError as exc:
         raise ForgeInputError(str(path), f"not valid YAML: {exc}") from None
 

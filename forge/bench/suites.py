@@ -10,10 +10,10 @@ from typing import Any
 
 import yaml
 
-from forge.yamlio import load_yaml
 from forge.bench.cases import Suite, Unsupported
 from forge.bench.importers import CANN, SOL, import_cann_task, import_folder, import_sol_definition
 from forge.errors import ForgeInputError
+from forge.yamlio import load_yaml
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 

@@ -85,11 +85,11 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
                f"exact random expectation {rnd / opt:.4f})")
     # random search finds the optimum too (the budget covers the space, or ties): the score is 0/0
-    undefined = rnd <= opt * (1 + 1e-9)
-    if undefined and budget < len(data.time_s):
+    value = score(mean_best, rnd, opt)
+    if value is None and budget < len(data.time_s):
         typer.echo(f"note: random search's expected best at budget {budget} is already the optimum (tied optima), "
                    "so the score says nothing", err=True)
-    scored = "—     " if undefined else f"{score(mean_best, rnd, opt):.4f}"
+    scored = "—     " if value is None else f"{value:.4f}"
     typer.echo(f"score         {scored}   ((random - strategy)/(random - optimum); 0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
                f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")

@@ -44,7 +44,12 @@ def expected_best_random(times: np.ndarray, n_failed: int, budget: int) -> float
     return float(np.dot(p_eq, ok) + p_ge[-1] * ok[-1])
 
 
-def score(strategy_best: float, random_expected: float, optimum: float) -> float:
-    """(random - strategy) / (random - optimum): 0 = random search, 1 = the optimum."""
+def score(strategy_best: float, random_expected: float, optimum: float) -> float | None:
+    """(random - strategy) / (random - optimum): 0 = random search, 1 = the optimum. None where
+    random search's expected best is already the optimum (the budget covers the space, or tied
+    optima): the score is 0/0 there. The expectation is a sum of many terms, so "already the
+    optimum" allows it a relative rounding error of 1e-9."""
     denom = random_expected - optimum
-    return float((random_expected - strategy_best) / denom) if denom > 0 else 1.0
+    if denom <= optimum * 1e-9:
+        return None
+    return float((random_expected - strategy_best) / denom)

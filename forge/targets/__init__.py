@@ -13,8 +13,8 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forge.yamlio import load_yaml
 from forge.errors import ForgeInputError
+from forge.yamlio import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
 
