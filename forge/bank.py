@@ -94,9 +94,12 @@ class Bank:
         retimed = (retime and old is not None and entry["config"] == old["config"] and same_standing(entry, old)
                    and float(entry["median"]) != float(old["median"]))
         # two searches of one standing together stand for at least the deeper one; a stale or
-        # other-kind entry's search says nothing of what this code finds, so it adds no depth
-        searched = max(int(entry.get("searched") or 0),
-                       int(old.get("searched") or 0) if old and same_standing(entry, old) else 0)
+        # other-kind entry's search says nothing of what this code finds, so it adds no depth, and
+        # neither does it to an unconfirmed time (no final re-measure) of another config, which may
+        # only look faster
+        lends = old is not None and same_standing(entry, old) and (entry.get("confirmed", True)
+                                                                    or entry["config"] == old["config"])
+        searched = max(int(entry.get("searched") or 0), int(old.get("searched") or 0) if lends else 0)
         if old is not None and not retimed and not replaces(entry, old):
             # a deeper search of the same standing found nothing faster
             if same_standing(entry, old) and searched > int(old.get("searched") or 0):
@@ -215,11 +218,13 @@ def bank_neighbours(problem: Problem, target: str, k: int = 3,
     return [c for _, c in sorted(near, key=lambda x: x[0])[:k]]
 
 
-def bank_offer(records: Iterable[Any], path: str | Path | None = None, searched: int = 0) -> dict[str, int]:
+def bank_offer(records: Iterable[Any], path: str | Path | None = None, searched: int = 0,
+               confirmed: bool = True) -> dict[str, int]:
     """Offer ok records (forge.results.Record): per problem the one its leaderboard ranks first (the
     best final re-measure, where the run has one; else the best search time), kept if it beats the
     bank or re-times the banked config. `searched`: the depth of the run's search (see the module
-    docstring)."""
+    docstring); `confirmed` False: a measured best that no final re-measure timed again, the
+    luckiest of its draws, which takes no depth from the entry it replaces."""
     ok = [r for r in records
           if getattr(r, "status", None) == "ok" and r.median is not None and r.phase in ("search", "final")]
     remeasured = {Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target) for r in ok if r.phase == "final"}
@@ -229,7 +234,7 @@ def bank_offer(records: Iterable[Any], path: str | Path | None = None, searched:
         k = Bank.key(r.op, r.shape, r.dtype, r.attrs or {}, r.target)
         cand = {"op": r.op, "shape": r.shape, "dtype": r.dtype, "attrs": r.attrs or {}, "target": r.target,
                 "config": r.config, "median": r.median, "time_kind": r.time_kind, "source": r.run_id,
-                "code": target_code(r.target), "searched": searched}
+                "code": target_code(r.target), "searched": searched, "confirmed": confirmed}
         latest[(k, json.dumps(r.config, sort_keys=True))] = cand
         if r.phase == "search" and k in remeasured:
             continue
@@ -252,8 +257,8 @@ OFFER_WORDS = {"added": ("new entry added", "new entries added"),
                "retimed": ("entry's config timed again: its time updated", "entries' configs timed again: their "
                                                                             "times updated"),
                "kept": ("entry kept (nothing faster found)", "entries kept (nothing faster found)"),
-               "outranked": ("entry kept: it is measured and this run's times are modeled",
-                             "entries kept: they are measured and this run's times are modeled")}
+               "outranked": ("entry kept: it is measured and the time offered is modeled",
+                             "entries kept: they are measured and the times offered are modeled")}
 
 
 def offer_summary(counts: dict[str, int]) -> str:

@@ -648,7 +648,8 @@ def _offer_to_bank(ctx: Context) -> None:
     recs = checked
     if recs:
         try:
-            said = offer_summary(bank_offer(recs, searched=ctx.search_depth))
+            said = offer_summary(bank_offer(recs, searched=ctx.search_depth,
+                                            confirmed=not (ctx.measured and ctx.settings.top_k == 0)))
         except BANK_ERRORS as exc:   # the run is complete and recorded; only the bank missed it
             said = f"not updated ({exc}); the run's results are all in {ctx.run_dir}"
         ctx.console.print(f"tuning bank: {escape(said)} ({escape(str(bank_path()))})")

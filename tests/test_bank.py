@@ -43,7 +43,7 @@ def test_only_a_better_result_replaces_the_entry(bank):
     # A modeled time never replaces a measured one, however small; the reverse always does.
     counts = bank_offer([rec(1e-9, kind="modeled")])
     assert counts["outranked"] == 1 and counts["kept"] == 0
-    assert offer_summary(counts) == "entry kept: it is measured and this run's times are modeled"
+    assert offer_summary(counts) == "entry kept: it is measured and the time offered is modeled"
     q = get_op("softmax").problem({"M": 64, "N": 256}, "float32")
     bank_offer([rec(1e-6, kind="modeled", problem=q)])
     assert bank_offer([rec(9e-6, problem=q)])["updated"] == 1
@@ -230,6 +230,13 @@ def test_a_measured_run_without_a_final_re_measure_banks_a_warm_start_not_an_ans
     con = Console(record=True, width=200, file=open(os.devnull, "w"))
     run = tuner.tune(TuneSettings(**kw, out=tmp_path / "b"), console=con)
     assert "search skipped" not in con.export_text() and json.loads((run / "run.json").read_text())["evaluated"] == 2
+    # nor does such a best take the depth of the entry it replaces; the banked config timed again keeps it
+    bank_offer([rec(3e-6, config={"tile": "deep"})], searched=40)
+    assert bank_lookup(P, "cpu")[3] == 40
+    assert bank_offer([rec(3.5e-6, config={"tile": "deep"})], confirmed=False)["retimed"] == 1
+    assert bank_lookup(P, "cpu")[3] == 40
+    assert bank_offer([rec(1e-6, config={"tile": "lucky"})], confirmed=False)["updated"] == 1
+    assert bank_lookup(P, "cpu")[:2] == ({"tile": "lucky"}, 1e-6) and bank_lookup(P, "cpu")[3] == 0
 
 
 def test_a_config_the_model_chose_is_measured_first_by_a_measuring_run_not_served(bank, tmp_path):
