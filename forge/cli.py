@@ -210,20 +210,10 @@ def _tune_or_continue(settings: Any, console: Any) -> Path:
                                        "another --out, or resume it alone: forge tune --resume " + str(folder))
     # a finished run is continued only for a deeper search: a smaller budget, or another place
     # to run, leaves it as it is (and its recorded budget true)
-    if info.get("status") == "complete" and not any(_deeper(k, now[k], had.get(k)) for k in differ):
+    if info.get("status") == "complete" and not any(tuner.deeper(k, now[k], had.get(k)) for k in differ):
         console.print(f"{folder}: tuned already, kept", highlight=False)
         return Path(folder)
     return tuner.resume(Path(folder), console=console, **{k: now[k] for k in differ})
-
-
-def _deeper(setting: str, now: Any, had: Any) -> bool:
-    """Whether `now` lets a search go further than `had`: more trials, a longer time budget or more
-    patience (None: no limit)."""
-    if setting not in ("trials", "time_budget", "patience"):
-        return False
-    if now is None or had is None:
-        return now is None and had is not None
-    return now > had
 
 
 def _exit_unless_correct(empty: list[Path]) -> None:

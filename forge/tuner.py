@@ -85,6 +85,7 @@ class Context:
     best_kind: str = ""
     evaluated: int = 0
     since_improvement: int = 0
+    fresh_patience: bool = False    # patience counted from this invocation (tune's argument)
     bank: bool = False              # settings.bank, and the bank could be opened
     measured: bool = False          # times are measured here (run.json "measured")
     banked_first: dict[str, Any] | None = None     # the bank's config, not an answer to this run: measured first
@@ -245,9 +246,10 @@ def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> t
 
 
 def tune(settings: TuneSettings, console: Console | None = None, resume: bool = False,
-         backend: Backend | None = None) -> Path:
+         backend: Backend | None = None, fresh_patience: bool = False) -> Path:
     """Run (or continue) one tuning run; returns its folder. `backend` replaces the target's own
-    (tests plant faults this way)."""
+    (tests plant faults this way); `fresh_patience`: count patience from this invocation (a resume
+    that raised a limit)."""
     console = console or make_console(stderr=True)
     problem, backend, space = checked_problem(settings, backend)
     target = backend.target
@@ -282,7 +284,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
     try:
-        return _tune_in(settings, problem, backend, space, enum, enum_seconds, run_dir, console, resume)
+        return _tune_in(settings, problem, backend, space, enum, enum_seconds, run_dir, console, resume,
+                        fresh_patience)
     except BaseException:
         if created and not (run_dir / RUN_FILE).is_file():
             # refused or stopped before the run began (a Ray slot that cannot measure, a Ctrl-C while
@@ -292,7 +295,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
 
 def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: Space, enum: Enumeration,
-             enum_seconds: float, run_dir: Path, console: Console, resume: bool) -> Path:
+             enum_seconds: float, run_dir: Path, console: Console, resume: bool, fresh_patience: bool) -> Path:
     """tune() once the run folder exists: the run itself, under the folder's lock."""
     target = backend.target
     with folder_lock(run_dir, "--resume" if resume else "--out"):
@@ -302,6 +305,7 @@ def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: 
         run_id = store.get_meta("run_id") or run_dir.name
         store.set_meta("run_id", run_id)
         ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
+        ctx.fresh_patience = fresh_patience
         if settings.executor == "ray":
             where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
             console.print(f"[dim]ray: {escape(where)}, {plural(settings.devices, 'device slot')}…[/dim]")
@@ -380,12 +384,26 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
     return info
 
 
+LIMITS = ("trials", "time_budget", "patience")    # what ends a search; a resume may raise them
+
+
+def deeper(setting: str, now: Any, had: Any) -> bool:
+    """Whether `now` lets a search go further than `had`: more trials, a longer time budget or more
+    patience (None: no limit)."""
+    if setting not in LIMITS:
+        return False
+    if now is None or had is None:
+        return now is None and had is not None
+    return now > had
+
+
 def resume(run_dir: Path, console: Console | None = None, replace_placement: bool = False,
-           **overrides: Any) -> Path:
+           backend: Backend | None = None, **overrides: Any) -> Path:
     """Continue an interrupted run with its own settings (budgets may be raised by overrides).
     `replace_placement`: the overrides' executor, ray_address and devices replace the run's, None
     included (a bench rerun states where all its cases run; `forge tune --resume` changes only what
-    its flags give)."""
+    its flags give). A resume that raises a limit of the search counts its patience afresh: the
+    evaluations without improvement before it would otherwise stop it at once."""
     info = read_run_file(run_dir)
     if not isinstance(info.get("settings"), dict):
         raise ForgeInputError("run", f"{Path(run_dir) / RUN_FILE} has no settings; the run folder is damaged")
@@ -405,7 +423,8 @@ def resume(run_dir: Path, console: Console | None = None, replace_placement: boo
         settings = TuneSettings(**data)
     except ValidationError as exc:   # a flag's value (--trials 0), named as the flag
         raise pydantic_error(exc, as_flag=True) from None
-    return tune(settings, console=console, resume=True)
+    raised = any(deeper(k, getattr(settings, k), info["settings"].get(k)) for k in LIMITS)
+    return tune(settings, console=console, resume=True, backend=backend, fresh_patience=raised)
 
 
 def _known(ctx: Context) -> tuple[dict[str, Record], list[Record]]:
@@ -483,9 +502,8 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     known, recs = _known(ctx)
     for r in recs:
         _note_result(ctx, r)
-    # patience counts from this invocation: a resume that raises --trials searches again, where the
-    # evaluations without improvement before it would stop it at once
-    ctx.since_improvement = 0
+    if ctx.fresh_patience:      # a resume that raised a limit: see resume()
+        ctx.since_improvement = 0
     storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
     strategy = make_strategy(s, enum, storage)
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs

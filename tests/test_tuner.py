@@ -518,19 +518,22 @@ def test_an_extended_run_re_measures_its_new_top_together(tmp_path):
     assert lb.rows[0].config == best.config and sum(r.remeasured for r in lb.rows) == 1
 
 
-def test_patience_stops_a_search_that_stopped_improving_and_counts_afresh_on_resume(tmp_path):
-    """--patience P stops proposing after P evaluations without improvement; a resume with more
+def test_patience_stops_a_search_that_stopped_improving_and_counts_afresh_on_a_resume_that_raises_a_limit(tmp_path):
+    """--patience P stops proposing after P evaluations without improvement. A resume with more
     trials searches again (its patience counts from the resume), where the evaluations without
-    improvement before it would stop it at once."""
+    improvement before it would stop it at once; a resume that raises nothing (after an interrupt)
+    ends where the run would have ended."""
     from forge.testing import LaterIsSlowerCpuBackend
 
     backend = LaterIsSlowerCpuBackend(get_target("cpu"))
     run = tune(settings(tmp_path, trials=30, top_k=0, patience=3), console=QUIET, backend=backend)
     first = len(Store.for_run(run).records(phase="search"))
     assert 4 <= first < 30                       # the first variant, 3 without improvement, those in flight
-    tune(settings(tmp_path, trials=30, top_k=0, patience=3), console=QUIET, backend=backend, resume=True)
+    resume(run, console=QUIET, backend=backend)
+    assert len(Store.for_run(run).records(phase="search")) == first
+    resume(run, console=QUIET, backend=backend, trials=40)
     again = len(Store.for_run(run).records(phase="search"))
-    assert first + 3 <= again < 30
+    assert first + 3 <= again < 40
 
 
 def test_a_final_re_measure_is_committed_whole(tmp_path):
