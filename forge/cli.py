@@ -249,12 +249,13 @@ def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:
             _, backend, _ = checked_problem(s)
             check_placement(s.devices, s.executor, backend, s.ray_address)
         except ForgeInputError as exc:
-            field = exc.field
+            field, flagged = exc.field, exc.field.startswith("--")
             if field.startswith("shape"):     # the config's list, unless --shape replaced it
-                field = ("shape" if "shape" in flags else f"shapes[{i}]") + field.removeprefix("shape")
-            elif field.startswith("--") and field[2:].replace("-", "_") not in flags:
-                field = field[2:].replace("-", "_")          # set in the config, not by the flag
-            raise ForgeInputError(field if field.startswith("--") else f"{config.name}: {field}",
+                flagged = "shape" in flags
+                field = ("shape" if flagged else f"shapes[{i}]") + field.removeprefix("shape")
+            elif flagged and field[2:].replace("-", "_") not in flags:
+                field, flagged = field[2:].replace("-", "_"), False          # set in the config, not by the flag
+            raise ForgeInputError(field if flagged else f"{config.name}: {field}",
                                   str(exc).removeprefix(f"{exc.field}: ")) from None
 
 

@@ -263,8 +263,8 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                                        f"{first}: {'; '.join(space.check(first))}")
 
     if not settings.host_check and not backend.checks_on_host:
-        console.print(f"note: --no-host-check changes nothing on {target.name}: only a CUDA target without a GPU "
-                      "checks its variants on the host; here each variant is checked where it runs", highlight=False)
+        console.print(f"note: --no-host-check changes nothing on {target.name}: it turns off only the host check "
+                      "of a CUDA target without a GPU", highlight=False)
     check_placement(settings.devices, settings.executor, backend, settings.ray_address)
     if settings.executor == "local":
         refuse_device_without_one(settings.measure, backend.measure_available())

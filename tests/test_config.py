@@ -240,3 +240,11 @@ def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, 
                           text=True, timeout=120)
     assert proc.returncode == 2 and needle in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "r").exists()                       # nothing tuned before the refusal
+
+
+def test_a_shape_given_by_flag_over_a_config_is_named_as_the_flag_gives_it(tmp_path):
+    from typer.testing import CliRunner
+
+    cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
+    res = CliRunner().invoke(app, ["tune", "--config", str(cfg), "--shape", "M=4,X=8"])
+    assert isinstance(res.exception, ForgeInputError) and str(res.exception).startswith("shape.X: unknown dimension")

@@ -108,8 +108,8 @@ class Backend(ABC):
     # Ray's resource name for one of the devices `run` measures on: a device slot of the Ray
     # executor reserves one, and Ray makes only that device visible to it.
     device_resource: str | None = None
-    # Whether variants that are not run here are checked on the host instead (CUDA without a GPU):
-    # what `--no-host-check` turns off
+    # Whether `--no-host-check` means anything here: CUDA without a GPU checks its variants by a
+    # host build that the flag turns off (Ascend's emulator check and the CPU's own are always run)
     checks_on_host: bool = False
 
     def __init__(self, target: Target, measure: str = "auto"):
