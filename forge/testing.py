@@ -213,12 +213,21 @@ class LaterIsSlowerCpuBackend(LaterIsFasterCpuBackend):
 class DyingSlotCpuBackend(CpuBackend):
     """CPU backend whose measuring process dies (`os._exit`, as a node lost or a process killed for
     memory would) when it measures a variant whose config contains `once` — the first time only,
-    a marker file in `marker_dir` remembering it across processes — or `always`, every time. For
-    the Ray executor only: in the local executor the measuring process is forge's own."""
+    a marker file in `marker_dir` remembering it across processes — or `always`, every time; and
+    whose constraint check raises, away from the process that made it (in a Ray device slot), for
+    a variant whose config contains `raises`. For the Ray executor only: in the local executor the
+    measuring process is forge's own."""
 
-    def __init__(self, target: Target, marker_dir: str, once: dict[str, Any], always: dict[str, Any], **options: Any):
+    def __init__(self, target: Target, marker_dir: str, once: dict[str, Any], always: dict[str, Any],
+                 raises: dict[str, Any] | None = None, **options: Any):
         super().__init__(target, **options)
         self.marker_dir, self.once, self.always = marker_dir, dict(once), dict(always)
+        self.raises, self.made_in = dict(raises or {"__none__": 1}), os.getpid()
+
+    def check(self, variant: Variant):
+        if os.getpid() != self.made_in and all(variant.config.get(k) == v for k, v in self.raises.items()):
+            raise RuntimeError("check failed in the slot")
+        return super().check(variant)
 
     def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
         def has(partial: dict[str, Any]) -> bool:

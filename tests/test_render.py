@@ -192,6 +192,13 @@ def test_a_roofline_below_the_modeled_launch_says_the_launch_dominates():
     assert roof_line(1.68e-7) == ("roofline bound: 168 ns (math and data movement only; each modeled time also "
                                   "holds a 20 µs kernel launch, which dominates at this size)")
     assert roof_line(1e-3).endswith("holds a 20 µs kernel launch)")
+    # CUDA: a split-k variant launches twice, so the launches differ by variant: the best's is named
+    rows = [Row(i, {"split_k": i}, 1e-5 * i, 0.0, "modeled", None, None, False, None, None, f"k{i}", i,
+                {"launch_head_s": 2e-6 * i}) for i in (2, 1)]
+    info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}, "roofline_seconds": 1e-7}
+    line = next(x for x in headline(Leaderboard("run", info, rows, [], {"ok": 2}, {}, [], []))
+                if x.startswith("roofline bound"))
+    assert line.endswith("holds its kernel launches (the best variant's: 4 µs), which dominates at this size)")
 
 
 def test_an_empty_vs_vendor_column_is_explained_once_no_vendor_baseline_is_recorded():

@@ -267,7 +267,7 @@ class RayExecutor(Executor):
                 job, artifact, slot = self.runs.pop(ref)
                 try:
                     verdict, artifact, m, host = self.ray.get(ref)
-                except Exception as exc:  # the device actor died mid-measurement
+                except self.ray.exceptions.RayActorError as exc:  # the device actor died mid-measurement
                     self._replace_slot(slot)
                     if id(job) not in self._lost_once:
                         self._lost_once.add(id(job))
@@ -276,6 +276,10 @@ class RayExecutor(Executor):
                     verdict, host = Verdict(True), ""
                     m = Measurement("runtime_error", "device worker lost twice while measuring this variant: "
                                                      f"{type(exc).__name__}: {str(exc)[:500]}")
+                except Exception as exc:  # the slot's own code failed (the actor lives on): this variant's
+                    cause = getattr(exc, "cause", None) or exc          # a RayTaskError wraps what was raised
+                    verdict, host = Verdict(True), ""
+                    m = Measurement("runtime_error", f"device slot error: {type(cause).__name__}: {str(cause)[:500]}")
                 self._lost_once.discard(id(job))
                 self.ready.append(Outcome(job, verdict, artifact, m, host=host))
         self._pump()
