@@ -228,13 +228,12 @@ def _exit_unless_correct(empty: list[Path]) -> None:
 def _check_config_folder(folder: Path, field: str) -> None:
     """A config of several shapes writes shape<i> run folders into its out folder: one that is a
     run or a bench itself would have them hidden inside it."""
-    from forge.bench.runner import BENCH_FILE
-    from forge.tuner import RUN_FILE
+    from forge.tuner import folder_kind
 
-    for name, what in ((RUN_FILE, "a run"), (BENCH_FILE, "a bench")):
-        if (folder / name).is_file():
-            raise ForgeInputError(field, f"{folder} holds {what}; a config of several shapes writes a folder per "
-                                         "shape (shape0, shape1, …) into its out folder: give another one")
+    what = folder_kind(folder)
+    if what:
+        raise ForgeInputError(field, f"{folder} holds {what}; a config of several shapes writes a folder per "
+                                     "shape (shape0, shape1, …) into its out folder: give another one")
 
 
 def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:

@@ -131,13 +131,17 @@ def _write_run_file(run_dir: Path, data: dict[str, Any]) -> None:
     tmp.replace(run_dir / RUN_FILE)
 
 
+def folder_kind(folder: Path) -> str | None:
+    """"a run" or "a bench" where `folder` is one (holds run.json or bench.json), else None."""
+    from forge.bench.runner import BENCH_FILE
+
+    return "a run" if (folder / RUN_FILE).is_file() else "a bench" if (folder / BENCH_FILE).is_file() else None
+
+
 def holds_runs(folder: Path) -> bool:
     """Whether `folder` has run or bench folders inside it (a config's shape<i> runs, a results
     folder): a run written there would hide them from `forge runs` and mix with them."""
-    from forge.bench.runner import BENCH_FILE
-
-    return folder.is_dir() and any((p / RUN_FILE).is_file() or (p / BENCH_FILE).is_file()
-                                   for p in folder.iterdir() if p.is_dir())
+    return folder.is_dir() and any(folder_kind(p) for p in folder.iterdir() if p.is_dir())
 
 
 def read_run_file(run_dir: Path) -> dict[str, Any]:

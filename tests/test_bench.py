@@ -149,7 +149,7 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     assert grp["cann_score"] == pytest.approx(expected)
     assert grp["mean_sol_score"] == pytest.approx(r8["sol_score"] / 4) and grp["sol_unscored"] == 1
     assert board["total"]["measured"] == 1 and board["total"]["modeled"] == 1
-    assert "1 passed cases without a baseline left out" in total_line(board)
+    assert "1 passed case without a baseline left out" in total_line(board)
 
 
 def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):

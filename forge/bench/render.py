@@ -9,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.bench.board import build_board
-from forge.report.progress import make_console
+from forge.report.progress import make_console, plural
 from forge.report.tables import print_fitted
 from forge.report.html import _num, _pct, _shape, _us, render_html
 from forge.variant import config_text
@@ -50,7 +50,7 @@ def total_line(board: dict[str, Any]) -> str:
     so_far = f"so far, with {t['not_run']} cases not reached counted as failed: " if t.get("not_run") else ""
     return (f"{so_far}{t['passed']}/{t['cases']} cases passed ({t['supported']} supported), pass rate {_pct(t['pass_rate'])}, "
             f"geomean speedup {_num(t['geomean_speedup'])}, {fp}, mean SOL score {_num(t['mean_sol_score'])}"
-            + (f" ({t['sol_unscored']} passed cases without a baseline left out of it and of fast_p: both "
+            + (f" ({plural(t['sol_unscored'], 'passed case')} without a baseline left out of it and of fast_p: both "
                "need T_b; cann-bench stands in max(10 T_HW, 10 µs) for it)" if t.get("sol_unscored") else "")
             + f", cann-bench total {_num(t['cann_total_score'], 1)}; best times: {t['measured']} measured, "
             f"{t['modeled']} modeled" + (f"; {t['unchecked']} of the passed cases never ran (compiled and "

@@ -79,7 +79,7 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
                f"{len(data.time_s) - data.n_ok} failed, optimum {opt * 1e3:.4g} ms")
     typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {plural(seeds, 'seed')}, batch {batch}"
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
-    if seeds > 1 and all(np.array_equal(r.trace, results[0].trace) for r in results[1:]):
+    if seeds > 1 and all(r.proposals == results[0].proposals for r in results[1:]):
         typer.echo(f"note: every seed made the same run ({strategy} ignores the seed here, as unscrambled qmc does), "
                    "so the seeds add no information and the ± is no error bar", err=True)
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
