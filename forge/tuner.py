@@ -28,6 +28,7 @@ from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
 from forge.errors import ForgeInputError, read_json, writing
 from forge.executor import Executor, Job, Outcome, check_placement, make_executor, refuse_device_without_one
 from forge.ops import get_op
+from forge.paths import cache_dir
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
@@ -49,7 +50,7 @@ BASELINE_RETIME_AFTER_S = 60.0
 # the re-measure must fall on every finalist alike. The pooled spread then holds the run-to-run part.
 FINAL_ROUNDS = 3
 OPTUNA_FILE = "optuna.sqlite"
-CACHE_DIR = Path(os.environ.get("FORGE_CACHE", Path.home() / ".cache" / "forge" / "build"))
+CACHE_DIR = cache_dir()
 
 
 def default_run_dir(op: str, target: str) -> Path:

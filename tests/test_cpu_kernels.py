@@ -145,3 +145,22 @@ def test_a_torch_error_at_one_thread_count_keeps_the_other_counts_runs():
     ok, bad = measure_vendor(p, seed=1, warmup=0, reps=1, timeout=30, threads=[1, 0], flush_bytes=1024)
     assert ok.measurement.status == "ok" and len(ok.measurement.timings) == 1
     assert bad.measurement.status == "runtime_error" and "torch raised" in bad.measurement.reason
+
+
+def test_the_cpu_roofline_is_probed_once_per_machine_and_kept(tmp_path, monkeypatch):
+    """Every run, bench and report on one machine scores against one roofline: the measured figures
+    are kept in the cache folder and read back; a damaged file only costs a new probe."""
+    import forge.targets.cpu_probe as probe
+
+    monkeypatch.setenv("FORGE_CACHE", str(tmp_path))
+    calls = []
+    monkeypatch.setattr(probe, "_matmul_rate", lambda: calls.append("blas") or 1e11)
+    monkeypatch.setattr(probe, "_copy_bandwidth", lambda: calls.append("copy") or 1e10)
+    first = probe.probe_cpu(None)
+    assert calls == ["blas", "copy"] and first.memory_bandwidth == 1e10
+    monkeypatch.setattr(probe, "_copy_bandwidth", lambda: calls.append("copy") or 2e10)
+    again = probe.probe_cpu(None)
+    assert calls == ["blas", "copy"] and again.memory_bandwidth == 1e10 and again.peak_flops == first.peak_flops
+    assert str(tmp_path / "cpu_probe.json") in again.sources["memory_bandwidth"]
+    (tmp_path / "cpu_probe.json").write_text("{not json")
+    assert probe.probe_cpu(None).memory_bandwidth == 2e10 and calls[-1] == "copy"

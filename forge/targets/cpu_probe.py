@@ -1,10 +1,15 @@
 """Probe this machine's CPU: cores, SIMD width, clock, caches -> a roofline.
 
 The compute roof is the larger of the nominal peak (base clock) and a measured BLAS matmul rate;
-the bandwidth is a quick numpy copy measured once per process; `sources` says so.
+the bandwidth is a quick numpy copy. The measured figures (and the clock, which /proc/cpuinfo
+gives as of the moment read) are probed once per machine and kept in the cache folder
+(`forge.paths.cache_dir()`, `cpu_probe.json`), so every run, bench and report on this machine
+scores against one roofline instead of one that moves a few per cent with each probe; deleting
+the file probes again. `sources` says so.
 """
 from __future__ import annotations
 
+import json
 import os
 import re
 import time
@@ -12,6 +17,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forge.paths import cache_dir
 from forge.targets import Target
 
 
@@ -63,32 +69,60 @@ def _copy_bandwidth() -> float:
     return 2 * a.nbytes / best
 
 
+PROBE_FILE = "cpu_probe.json"
+
+
+def _probed(key: str, mhz: float) -> tuple[dict[str, float], Path]:
+    """This machine's probed figures (clock in GHz, BLAS rate, copy bandwidth): kept ones when the
+    cache holds them for `key` (the CPU model, the cores this process may use and their ISA), else
+    measured now and kept. A cache that cannot be read or written only costs a probe."""
+    path = cache_dir() / PROBE_FILE
+    try:
+        kept = json.loads(path.read_text())
+    except (OSError, ValueError):
+        kept = {}
+    entry = kept.get(key) if isinstance(kept, dict) else None
+    if isinstance(entry, dict) and all(isinstance(entry.get(k), (int, float)) and entry[k] > 0
+                                       for k in ("ghz", "blas", "bandwidth")):
+        return entry, path
+    entry = {"ghz": mhz / 1000 if mhz else 2.0, "blas": _matmul_rate(), "bandwidth": _copy_bandwidth()}
+    try:
+        path.parent.mkdir(parents=True, exist_ok=True)
+        tmp = path.with_name(f"{PROBE_FILE}.{os.getpid()}.tmp")
+        tmp.write_text(json.dumps({**(kept if isinstance(kept, dict) else {}), key: entry}, indent=1))
+        tmp.replace(path)
+    except OSError:
+        pass
+    return entry, path
+
+
 def probe_cpu(base: Target | None) -> Target:
     info = _cpuinfo()
     flags = set(re.search(r"^flags\s*:(.*)$", info, re.M).group(1).split()) if "flags" in info else set()
     model = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
     mhz = re.search(r"^cpu MHz\s*:\s*([\d.]+)", info, re.M)
     cores = len(os.sched_getaffinity(0))
-    ghz = float(mhz.group(1)) / 1000 if mhz else 2.0
     lanes = simd_lanes_fp32(flags)
     vendor = re.search(r"^vendor_id\s*:\s*(\S+)", info, re.M)
+    isa = sorted(f for f in flags if f in {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "neon"})
+    key = f"{model.group(1).strip() if model else 'unknown'} | cores {sorted(os.sched_getaffinity(0))} | {' '.join(isa)}"
+    probed, kept_in = _probed(key, float(mhz.group(1)) if mhz else 0.0)
+    ghz, blas = probed["ghz"], probed["blas"]
     nominal = cores * ghz * 1e9 * fma_lanes_per_cycle(flags, vendor.group(1) if vendor else "") * 2
     # The base clock understates a boosting core; a measured BLAS rate above the nominal peak
     # raises the roof, so the roofline stays a bound on what a kernel can reach.
-    blas = _matmul_rate()
     peak32 = max(nominal, blas)
     details = dict(base.details) if base else {}
     details.update({"cores": cores, "model": model.group(1).strip() if model else "unknown",
                     "ghz": ghz, "simd_lanes_fp32": lanes, "nominal_peak_fp32": nominal,
-                    "numpy_matmul_fp32": blas,
-                    "isa": sorted(f for f in flags if f in {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "neon"})})
+                    "numpy_matmul_fp32": blas, "isa": isa})
     return Target(
         name="cpu", kind="cpu",
         description=(base.description if base else "this machine's CPU") + f" — {details['model']}, {cores} cores",
         peak_flops={"float32": peak32, "float64": peak32 / 2},
-        memory_bandwidth=_copy_bandwidth(),
+        memory_bandwidth=probed["bandwidth"],
         details=details,
-        sources={"peak_flops": "max of nominal (cores x base clock x 2 FMA pipes x lanes x 2 FLOP) and "
-                               "a measured numpy float32 1024^3 matmul (probed)",
-                 "memory_bandwidth": "numpy copy of 64 MiB, best of 3 (probed)"},
+        sources={"peak_flops": "max of nominal (cores x clock x 2 FMA pipes x lanes x 2 FLOP) and "
+                               f"a measured numpy float32 1024^3 matmul (probed once, kept in {kept_in})",
+                 "memory_bandwidth": f"numpy copy of 64 MiB, best of 3 (probed once, kept in {kept_in})"},
     )

@@ -10,9 +10,7 @@ recorded as incorrect. The extra's `correctness` says which was done.
 """
 from __future__ import annotations
 
-import os
 import shutil
-import tempfile
 import uuid
 from pathlib import Path
 from typing import Any
@@ -30,6 +28,7 @@ from forge.backends.cuda.ptxas import parse_ptxas
 from forge.errors import ForgeInputError
 from forge.generators.cuda import Plan, for_op
 from forge.ops import get_op
+from forge.paths import cache_dir
 from forge.problem import Problem
 from forge.space import Space
 from forge.targets import Target, all_targets
@@ -39,10 +38,6 @@ from forge.variant import Variant
 # a reduced problem runs in seconds, a deadlocked barrier never finishes.
 HOST_CHECK_SEED = 0
 HOST_CHECK_TIMEOUT = 120.0
-
-
-def default_cache() -> Path:
-    return Path(os.environ.get("FORGE_CACHE", Path(tempfile.gettempdir()) / "forge-cache"))
 
 
 class CudaBackend(Backend):
@@ -203,7 +198,7 @@ class CudaBackend(Backend):
             elif nvcc_path() is None:
                 self._gpu = (False, "nvcc not found: cannot build the timing harness")
             else:
-                info = hx.probe(default_cache())
+                info = hx.probe(cache_dir())
                 self._gpu = self._matches(info) if info.get("ok") else \
                     (False, f"harness probe failed at {info.get('stage')}: {info.get('error')}")
         return self._gpu
@@ -284,7 +279,7 @@ class CudaBackend(Backend):
         p = variant.problem
         op = get_op(p.op)
         pl = self.plan(variant)
-        cache = Path(artifact.path).parent.parent.parent if artifact.path else default_cache()
+        cache = Path(artifact.path).parent.parent.parent if artifact.path else cache_dir()
         exe, err = hx.build_harness(cache)
         if exe is None:
             return Measurement("runtime_error", f"harness build failed: {err[-1000:]}")

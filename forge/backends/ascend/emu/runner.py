@@ -31,6 +31,7 @@ import numpy as np
 import yaml
 
 from forge.errors import ForgeInputError
+from forge.paths import cache_dir
 
 EMU_DIR = Path(__file__).parent
 INCLUDE_DIR = EMU_DIR / "include"
@@ -156,7 +157,7 @@ def find_kernel_type(text: str) -> str:
 
 
 def default_cache_dir() -> Path:
-    return Path(os.environ.get("FORGE_CACHE", ".forge-cache")) / "ascend_emu"
+    return cache_dir() / "ascend_emu"
 
 
 def compile_kernel(
