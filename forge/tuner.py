@@ -663,11 +663,12 @@ def _offer_to_bank(ctx: Context) -> None:
     if not ctx.bank:
         return
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
-    # A variant whose output nothing checked (CUDA without a GPU and --no-host-check) is no answer
-    # to serve another run.
+    # A variant whose output nothing checked (CUDA without a GPU and --no-host-check, the CPU with
+    # --measure model) is no answer to serve another run.
     checked = [r for r in recs if not str((r.extra or {}).get("correctness", "")).startswith("not checked")]
     if recs and not checked:
-        ctx.console.print("tuning bank: not updated: no variant's output was checked in this run (--no-host-check)")
+        ctx.console.print("tuning bank: not updated: no variant's output was checked in this run "
+                          f"({escape(str(recs[0].extra.get('correctness', '')).removeprefix('not checked: '))})")
     recs = checked
     if recs:
         try:

@@ -564,3 +564,15 @@ def test_no_host_check_on_a_target_without_one_says_it_changes_nothing(tmp_path)
     con = Console(record=True, width=300, file=open(os.devnull, "w"))
     tune(settings(tmp_path, trials=1, top_k=0, host_check=False), console=con)
     assert "--no-host-check changes nothing on cpu" in con.export_text()
+
+
+def test_a_cpu_run_with_measure_model_is_unchecked_and_not_banked(tmp_path, monkeypatch):
+    """--measure model on the CPU compiles and runs nothing, so no output was checked: the report
+    says so and the bank, which serves configs to runs that check, is not updated."""
+    from forge.report.render import headline
+
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "bank.sqlite"))
+    con = Console(record=True, width=300, file=open(os.devnull, "w"))
+    run = tune(settings(tmp_path, measure="model", trials=2, top_k=0, bank=True), console=con)
+    assert "tuning bank: not updated: no variant's output was checked in this run (--measure model" in con.export_text()
+    assert any(ln.startswith("correctness: not checked") for ln in headline(build_leaderboard(run)))
