@@ -569,3 +569,12 @@ def test_forge_runs_says_when_a_passed_case_stopped_part_way(tmp_path, fake_tune
         run_bench(make_suite(), "cpu", tmp_path / "b")
     (row,) = collect(tmp_path)
     assert row["progress"] == "1/4 cases finished, 2 passed (1 of them stopped part way, best so far)"
+
+
+def test_a_long_reason_is_cut_at_a_word_and_marked():
+    from forge.bench.render import case_cells
+
+    reason = "only ranges known (total_q 1-16384, total_kv 1-16384); " + "more words " * 40
+    row = dict(source_name="gqa", case_id="4", op=None, status="UNSUPPORTED", status_text="UNSUPPORTED", reason=reason)
+    tail = case_cells(row)[-1]
+    assert tail.endswith(" …") and len(tail) <= 200 and "total_q 1-16384," in tail

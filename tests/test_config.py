@@ -169,6 +169,8 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["bank", "show", "--op", "nope"], "unknown operator 'nope'"),
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "nope"],
                           "--ops: no case of suite 'cannbench' matches nope; allowed: attention, gqa"),
+                         (["bench", "--suite", "cannbench", "--target", "cpu", "--ops", " , "],
+                          "--ops: names no operator"),
                          (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--out", __file__], "--out"),
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--out", __file__], "--out"),
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--report-only", "--out",

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -21,7 +22,9 @@ def _time(x: float | None, kind: str | None) -> str:
 
 def case_cells(r: dict[str, Any]) -> list[str]:
     what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
-    tail = config_text(r.get("config")) if r["status"] == "PASSED" else (r.get("reason") or "")[:100]
+    # a long reason (a compiler's output) is cut at a word, marked, never inside a number
+    tail = (config_text(r.get("config")) if r["status"] == "PASSED"
+            else textwrap.shorten(r.get("reason") or "", width=200, placeholder=" …"))
     return [r["source_name"], str(r["case_id"]), what, r["status_text"],
             _time(r.get("time"), r.get("time_kind")), _time(r.get("t_b"), r.get("baseline_time_kind")),
             r.get("baseline_kind") or "", _num(r.get("speedup")), _us(r.get("t_sol")), _num(r.get("sol_score")),

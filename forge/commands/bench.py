@@ -56,6 +56,9 @@ def bench(
 
     get_target(target)   # an unknown target is an input error before anything is loaded or written
     wanted = [o.strip() for item in (ops or []) for o in item.split(",") if o.strip()]
+    if ops is not None and not wanted:     # `--ops ""` selects nothing; the whole suite is no --ops at all
+        raise ForgeInputError("--ops", f"names no operator ({' '.join(map(repr, ops))}); leave --ops out for the "
+                                       "whole suite")
     whole = load_suite(suite)
     s = whole.select(wanted or None)
     unmatched = whole.unmatched(wanted)
