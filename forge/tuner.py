@@ -32,7 +32,7 @@ from forge.paths import cache_dir
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
-from forge.results.store import STORE_NAME
+from forge.results.store import RUN_FILE, STORE_NAME
 from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
@@ -40,7 +40,6 @@ from forge.space import Enumeration, Space
 from forge.targets import get_target
 from forge.variant import Variant, config_text
 
-RUN_FILE = "run.json"
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
 # speedup never divides times taken under different machine load.
 BASELINE_RETIME_AFTER_S = 60.0

@@ -63,6 +63,10 @@ class FakeTuner:
             raise ForgeInputError("shape", "not supported on this target")
         if plan == "in use":
             raise FolderInUse("--resume", f"{out} is being written by another forge process")
+        if plan == "starting":          # Ctrl-C after run.json, before any record (its baselines)
+            out.mkdir(parents=True, exist_ok=True)
+            (out / "run.json").write_text(json.dumps({"status": "running"}))
+            raise KeyboardInterrupt
         store = Store.for_run(out)
         base = dict(run_id="r", variant_key="v", op=s.op, shape=s.shape, dtype=s.dtype, target=s.target, attrs=s.attrs)
         if plan == "interrupt":         # Ctrl-C after one variant was measured
@@ -216,7 +220,7 @@ def test_a_stopped_bench_quotes_its_own_command_to_continue(tmp_path, fake_tuner
     assert build_board(tmp_path / "b")["state"]["line"].endswith(f"; continue with: {command}")
     (row,) = collect(tmp_path)                                          # and `forge runs` lists it
     assert (row["what"], row["status"], row["progress"]) == ("bench t (5 cases)", "interrupted",
-                                                             "3/4 cases finished, 2 passed")
+                                                             "3/4 cases finished, 2 passed; 1 unsupported")
 
 
 def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):
@@ -561,6 +565,16 @@ def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tune
     assert row["t_sol"] == 7e-6 and row["sol_score"] == scores.sol_score(10 * US, 7e-6, 20 * US)
 
 
+def test_a_case_stopped_while_starting_says_so(tmp_path, fake_tuner):
+    fake_tuner({8: ([5], 10, None, "measured"), 16: "starting"})
+    with pytest.raises(KeyboardInterrupt):
+        run_bench(make_suite(), "cpu", tmp_path / "b")
+    rows = {r["case_id"]: r for r in build_board(tmp_path / "b")["cases"]}
+    assert (rows["16"]["status"], rows["16"]["reason"]) == (
+        "NOT_RUN", "interrupted while starting, before its baselines were recorded")
+    assert rows["32"]["reason"] == "no records yet (bench interrupted before this case)"
+
+
 def test_forge_runs_says_when_a_passed_case_stopped_part_way(tmp_path, fake_tuner):
     from forge.commands.runs import collect
 
@@ -568,7 +582,8 @@ def test_forge_runs_says_when_a_passed_case_stopped_part_way(tmp_path, fake_tune
     with pytest.raises(KeyboardInterrupt):
         run_bench(make_suite(), "cpu", tmp_path / "b")
     (row,) = collect(tmp_path)
-    assert row["progress"] == "1/4 cases finished, 2 passed (1 of them stopped part way, best so far)"
+    assert row["progress"] == ("1/4 cases finished, 2 passed (1 of them stopped part way, best so far); "
+                               "1 unsupported")
 
 
 def test_a_long_reason_is_cut_at_a_word_and_marked():

@@ -23,9 +23,9 @@ from typing import Any, Callable
 from forge.bench.cases import BenchCase, Suite
 from forge.errors import ForgeInputError, read_json, writing
 from forge.results.lock import FolderInUse, folder_lock
+from forge.results.store import RUN_FILE
 
 BENCH_FILE = "bench.json"
-RUN_FILE = "run.json"          # written by forge.tuner
 CASE_MARKER = "bench_case.json"
 CASES_DIR = "cases"
 

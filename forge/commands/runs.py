@@ -46,7 +46,10 @@ def bench_row(path: Path) -> dict[str, Any]:
             "what": f"bench {board['suite']} ({plural(total['cases'], 'case')})", "target": board["target"],
             "status": activity(path, state["finished"] == state["cases"]),
             "progress": f"{state['finished']}/{state['cases']} cases finished, {total['passed']} passed"
-                        + (f" ({partway} of them stopped part way, best so far)" if partway else ""),
+                        + (f" ({partway} of them stopped part way, best so far)" if partway else "")
+                        + (f", {total['unchecked']} never ran (correctness not checked)" if total["unchecked"] else "")
+                        + (f"; {total['cases'] - total['supported']} unsupported"
+                           if total["cases"] > total["supported"] else ""),
             "best": None, "best_kind": None, "speedup_unfused": None, "speedup_vendor": None,
             # over each case's own baseline (the suite's reference kernel, or forge's unfused sequence)
             "geomean_speedup": total["geomean_speedup"],

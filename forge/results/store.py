@@ -18,6 +18,7 @@ from forge.errors import ForgeInputError
 from forge.results.record import Record
 
 STORE_NAME = "forge.sqlite"
+RUN_FILE = "run.json"      # the run's settings, problem and state, written by forge.tuner
 FINAL_FROM = "final_from_id"     # meta: the first record of the final re-measure that counts
 _COLS = [f.name for f in fields(Record) if f.name != "id"]
 _TYPES = {"median": "REAL", "spread": "REAL", "speedup_unfused": "REAL", "speedup_vendor": "REAL",

@@ -127,11 +127,12 @@ def read_space_doc(path: str | Path) -> dict[str, Any]:
     """The cache document at `path`: a Kernel Tuner cache file (gzip or plain JSON), or a forge
     run folder's search records (`from_run.cache_doc_from_run`)."""
     from forge.backends.replay.from_run import cache_doc_from_run, is_run_dir
+    from forge.bench.runner import BENCH_FILE
 
     path = Path(path)
     if is_run_dir(path):
         return cache_doc_from_run(path)
-    if (path / "bench.json").is_file():
+    if (path / BENCH_FILE).is_file():
         raise ForgeInputError("cachefile", f"{path} is a bench folder; replay one of its cases' runs, "
                                            f"e.g. {path / 'cases' / '<case>'}")
     if path.is_dir():          # a run folder missing a part, or no run at all: said which

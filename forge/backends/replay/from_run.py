@@ -24,6 +24,7 @@ from typing import Any
 
 from forge.errors import ForgeInputError
 from forge.results import load
+from forge.results.store import RUN_FILE, STORE_NAME
 
 # forge status -> Kernel Tuner failure marker (kernel_tuner/util.py ErrorConfig subclasses)
 # ("invalid" here: rejected after its build, e.g. for ptxas spills; it cost a compile)
@@ -34,7 +35,7 @@ _FAILURE_MARKER = {"compile_error": "CompilationFailedConfig", "invalid": "Compi
 
 def is_run_dir(path: str | Path) -> bool:
     path = Path(path)
-    return path.is_dir() and (path / "run.json").is_file() and (path / "forge.sqlite").is_file()
+    return path.is_dir() and (path / RUN_FILE).is_file() and (path / STORE_NAME).is_file()
 
 
 def cache_doc_from_run(run_dir: str | Path) -> dict[str, Any]:
