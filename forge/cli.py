@@ -297,7 +297,7 @@ def report(
         fmt, field = {"htm": "html", "markdown": "md"}.get(suffix, suffix), "--output"
         if not fmt:
             raise ForgeInputError("--output", f"cannot tell the format from {output.name}: give --format "
-                                              "(html | md | json | csv)")
+                                              "(html | md | json, and csv for a run)")
     if (Path(run) / BENCH_FILE).is_file():
         from forge.bench.board import build_board
         from forge.bench.render import FILES, to_terminal

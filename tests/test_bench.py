@@ -422,10 +422,13 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     from forge.cli import app
 
     res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "b"), "--all",
-                                   "--json", str(tmp_path / "c.json")])
+                                   "--json", str(tmp_path / "new" / "c.json")])
     assert res.exit_code == 0, res.output
     assert "B only" in res.output and "1.250" in res.output
-    assert json.loads((tmp_path / "c.json").read_text())["total"]["compared"] == 2
+    assert "A is not finished: 3 of 4 cases finished" in " ".join(res.output.split())     # said once
+    assert json.loads((tmp_path / "new" / "c.json").read_text())["total"]["compared"] == 2
+    res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "a")])
+    assert isinstance(res.exception, ForgeInputError) and "is A itself" in str(res.exception)
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
                           capture_output=True, text=True, timeout=120)
     assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr

@@ -10,7 +10,7 @@ import typer
 from rich.markup import escape
 from rich.console import Console
 
-from forge.errors import writing
+from forge.errors import ForgeInputError, writing
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console
 from forge.report.tables import print_fitted
@@ -38,6 +38,11 @@ def compare(
     from forge.bench.runner import BENCH_FILE
     from forge.report.compare import compare_benches, compare_runs
 
+    if a.resolve() == b.resolve():
+        raise ForgeInputError("B", f"{b} is A itself; compare two different folders")
+    if json_out:      # checked before the comparison is printed, not after
+        with writing("--json", json_out):
+            json_out.parent.mkdir(parents=True, exist_ok=True)
     con = make_console()
     if (a / BENCH_FILE).is_file():
         cmp = compare_benches(a, b)
@@ -78,7 +83,8 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
                   + ("" if about.get("bank", True) else ", --no-bank") + ")", highlight=False)
         if about.get("unfinished"):
             other = "B" if name == "A" else "A"
-            con.print(f"[yellow]{name} is not finished[/yellow]: {escape(about['unfinished'])}; its cases not "
+            state = about["unfinished"].removeprefix("BENCH NOT FINISHED: ").replace("BENCH IN PROGRESS", "still going")
+            con.print(f"[yellow]{name} is not finished[/yellow]: {escape(state)}; its cases not "
                       f"reached count as '{other} only'", soft_wrap=True)
     if cmp.get("settings_differ"):
         con.print(f"[yellow]other settings differ[/yellow]: {escape('; '.join(cmp['settings_differ']))}",
