@@ -154,6 +154,9 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     assert grp["mean_sol_score"] == pytest.approx(r8["sol_score"] / 4) and grp["sol_unscored"] == 1
     assert board["total"]["measured"] == 1 and board["total"]["modeled"] == 1
     assert "1 passed case without a baseline left out" in total_line(board)
+    from forge.report.html import render_html
+
+    assert '<p class="note" id="unscored">1 passed case(s) without a baseline left out' in render_html(board)
 
 
 def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):

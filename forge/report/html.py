@@ -36,6 +36,10 @@ TEMPLATE = r"""<!doctype html>
 <tr><td>{{ t.cases }}</td><td>{{ t.supported }}</td><td>{{ t.passed }}</td><td>{{ pct(t.pass_rate) }}</td><td>{{ num(t.geomean_speedup) }}</td>
 {% for p in fast_ps %}<td>{{ pct(t.fast_p[p]) }}</td>{% endfor %}<td>{{ num(t.mean_sol_score) }}</td><td>{{ num(t.cann_total_score, 1) }}</td>
 <td>{{ t.measured }} / {{ t.modeled }}</td></tr></table>
+{% if t.sol_unscored %}<p class="note" id="unscored">{{ t.sol_unscored }} passed case(s) without a baseline left out of the
+mean SOL score and fast_p: both need T_b; cann-bench stands in max(10 T_HW, 10 µs) for it.</p>{% endif %}
+{% if t.unchecked %}<p class="note" id="unchecked">{{ t.unchecked }} of the passed cases never ran (compiled and within
+the limits, correctness not checked).</p>{% endif %}
 
 <h2>Per problem / operator</h2>
 <table id="operators"><tr><th class="l">source</th><th class="l">name</th><th class="l">forge op</th><th>cases</th><th>passed</th>
