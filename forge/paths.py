@@ -10,4 +10,6 @@ from pathlib import Path
 
 
 def cache_dir() -> Path:
-    return Path(os.environ.get("FORGE_CACHE", Path.home() / ".cache" / "forge" / "build"))
+    """`FORGE_CACHE` with `~` expanded (an empty value counts as unset), else ~/.cache/forge/build."""
+    env = os.environ.get("FORGE_CACHE", "").strip()
+    return Path(env).expanduser() if env else Path.home() / ".cache" / "forge" / "build"

@@ -561,8 +561,8 @@ def test_report_of_a_bench_writes_the_format_asked_where_asked_and_a_bench_where
 
 
 def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tuner):
-    """On the CPU target the bound comes from a bandwidth probed in each process: computed again at
-    every report, every T_SOL and score would move a little."""
+    """On the CPU target the bound comes from a probed bandwidth, which a new probe (another host, a
+    deleted cpu_probe.json) changes: computed again at every report, every T_SOL and score would move."""
     fake_tuner({m: ([10], 20, None, "measured") for m in (8, 16, 32, 64)})
     run_bench(make_suite(), "cpu", tmp_path)
     run_json = tmp_path / "cases" / "cannbench-softmax_h64-8" / "run.json"

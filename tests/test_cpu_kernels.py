@@ -1,6 +1,8 @@
 """Random valid configs of every CPU kernel compile and match the float64 reference (with tails)."""
 from __future__ import annotations
 
+import json
+
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -164,3 +166,25 @@ def test_the_cpu_roofline_is_probed_once_per_machine_and_kept(tmp_path, monkeypa
     assert str(tmp_path / "cpu_probe.json") in again.sources["memory_bandwidth"]
     (tmp_path / "cpu_probe.json").write_text("{not json")
     assert probe.probe_cpu(None).memory_bandwidth == 2e10 and calls[-1] == "copy"
+    n = len(calls)
+    monkeypatch.setattr(probe.os, "sched_getaffinity", lambda pid: {0})        # another set of cores: its own
+    assert probe.probe_cpu(None).memory_bandwidth == 2e10 and len(calls) == n + 2
+    monkeypatch.setattr(probe.platform, "node", lambda: "another-host")         # another host sharing the folder
+    probe.probe_cpu(None)
+    assert len(calls) == n + 4 and len(json.loads((tmp_path / "cpu_probe.json").read_text())) == 3
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    monkeypatch.setenv("FORGE_CACHE", str(blocked / "cache"))                     # cannot be written: said
+    t = probe.probe_cpu(None)
+    assert "could not be written" in t.sources["memory_bandwidth"] and "kept in" not in t.sources["memory_bandwidth"]
+
+
+def test_the_cache_folder_expands_home_and_takes_an_empty_value_as_unset(monkeypatch):
+    from pathlib import Path
+
+    from forge.paths import cache_dir
+
+    monkeypatch.setenv("FORGE_CACHE", "~/fc")
+    assert cache_dir() == Path.home() / "fc"
+    monkeypatch.setenv("FORGE_CACHE", "")
+    assert cache_dir() == Path.home() / ".cache" / "forge" / "build"

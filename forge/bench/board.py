@@ -71,8 +71,9 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     op = get_op(case["op"])
     p = op.problem(dict(case["shape"]), case["dtype"], dict(case["attrs"]))
     flops, nbytes = op.flops(p), op.min_bytes(p)
-    # The bound the case's run computed (run.json): on the CPU target the bandwidth is probed in each
-    # process, and a bound computed again at every report would move every score a little.
+    # The bound the case's run computed (run.json): on the CPU target the probed figures may be
+    # probed again (another host, a deleted cpu_probe.json), and a bound computed again at every
+    # report would then move every score a little.
     run_file = run_dir / RUN_FILE
     recorded = read_json("bench", run_file).get("roofline_seconds") if run_file.is_file() else None
     t_sol = recorded if isinstance(recorded, (int, float)) else target.roofline_seconds(flops, nbytes, p.dtype)

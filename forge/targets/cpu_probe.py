@@ -9,8 +9,10 @@ the file probes again. `sources` says so.
 """
 from __future__ import annotations
 
+import fcntl
 import json
 import os
+import platform
 import re
 import time
 from pathlib import Path
@@ -72,48 +74,82 @@ def _copy_bandwidth() -> float:
 PROBE_FILE = "cpu_probe.json"
 
 
-def _probed(key: str, mhz: float) -> tuple[dict[str, float], Path]:
-    """This machine's probed figures (clock in GHz, BLAS rate, copy bandwidth): kept ones when the
-    cache holds them for `key` (the CPU model, the cores this process may use and their ISA), else
-    measured now and kept. A cache that cannot be read or written only costs a probe."""
-    path = cache_dir() / PROBE_FILE
+def _read(path: Path) -> dict:
     try:
         kept = json.loads(path.read_text())
     except (OSError, ValueError):
-        kept = {}
-    entry = kept.get(key) if isinstance(kept, dict) else None
-    if isinstance(entry, dict) and all(isinstance(entry.get(k), (int, float)) and entry[k] > 0
-                                       for k in ("ghz", "blas", "bandwidth")):
-        return entry, path
-    entry = {"ghz": mhz / 1000 if mhz else 2.0, "blas": _matmul_rate(), "bandwidth": _copy_bandwidth()}
+        return {}
+    return kept if isinstance(kept, dict) else {}
+
+
+def _usable(entry: object) -> bool:
+    return isinstance(entry, dict) and all(isinstance(entry.get(k), (int, float)) and entry[k] > 0
+                                           for k in ("ghz", "blas", "bandwidth"))
+
+
+def _probed(key: str, mhz: float) -> tuple[dict[str, float], str]:
+    """This machine's probed figures (clock in GHz, BLAS rate, copy bandwidth) and where they are
+    kept: the cache's when it holds them for `key`, else measured now and kept. Processes take
+    turns under a lock on the file, so two never probe at once (each would time the other's load)
+    nor overwrite each other's entries. A cache that cannot be written only costs a probe, and the
+    source then says the figures were not kept."""
+    path = cache_dir() / PROBE_FILE
+    entry = _read(path).get(key)
+    if _usable(entry):
+        return entry, f"probed once, kept in {path}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
-        tmp = path.with_name(f"{PROBE_FILE}.{os.getpid()}.tmp")
-        tmp.write_text(json.dumps({**(kept if isinstance(kept, dict) else {}), key: entry}, indent=1))
-        tmp.replace(path)
+        lock = os.open(path.with_name(PROBE_FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
     except OSError:
-        pass
-    return entry, path
+        lock = None
+    try:
+        if lock is not None:
+            fcntl.flock(lock, fcntl.LOCK_EX)
+        kept = _read(path)               # another process may have probed while this one waited
+        if _usable(kept.get(key)):
+            return kept[key], f"probed once, kept in {path}"
+        entry = {"ghz": mhz / 1000 if mhz else 2.0, "blas": _matmul_rate(), "bandwidth": _copy_bandwidth()}
+        tmp = path.with_name(f"{PROBE_FILE}.{os.getpid()}.tmp")
+        try:
+            tmp.write_text(json.dumps({**kept, key: entry}, indent=1))
+            tmp.replace(path)
+            return entry, f"probed once, kept in {path}"
+        except OSError:
+            try:
+                tmp.unlink(missing_ok=True)
+            except OSError:            # its folder is not there to hold it either
+                pass
+            return entry, f"probed by this process; {path} could not be written"
+    finally:
+        if lock is not None:
+            os.close(lock)
+
+
+def machine_key(model: str, isa: list[str]) -> str:
+    """What the probed figures belong to: this host, its CPU, the cores this process may use and
+    the BLAS threads it is told to start (a Ray worker runs with fewer)."""
+    return (f"{platform.node()} | {model} | cores {sorted(os.sched_getaffinity(0))} | {' '.join(isa)} | "
+            f"OMP_NUM_THREADS={os.environ.get('OMP_NUM_THREADS', '')}")
 
 
 def probe_cpu(base: Target | None) -> Target:
     info = _cpuinfo()
     flags = set(re.search(r"^flags\s*:(.*)$", info, re.M).group(1).split()) if "flags" in info else set()
-    model = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
+    found = re.search(r"^model name\s*:\s*(.*)$", info, re.M)
+    model = found.group(1).strip() if found else "unknown"
     mhz = re.search(r"^cpu MHz\s*:\s*([\d.]+)", info, re.M)
     cores = len(os.sched_getaffinity(0))
     lanes = simd_lanes_fp32(flags)
     vendor = re.search(r"^vendor_id\s*:\s*(\S+)", info, re.M)
     isa = sorted(f for f in flags if f in {"avx", "avx2", "fma", "avx512f", "avx512_bf16", "neon"})
-    key = f"{model.group(1).strip() if model else 'unknown'} | cores {sorted(os.sched_getaffinity(0))} | {' '.join(isa)}"
-    probed, kept_in = _probed(key, float(mhz.group(1)) if mhz else 0.0)
+    probed, kept = _probed(machine_key(model, isa), float(mhz.group(1)) if mhz else 0.0)
     ghz, blas = probed["ghz"], probed["blas"]
     nominal = cores * ghz * 1e9 * fma_lanes_per_cycle(flags, vendor.group(1) if vendor else "") * 2
     # The base clock understates a boosting core; a measured BLAS rate above the nominal peak
     # raises the roof, so the roofline stays a bound on what a kernel can reach.
     peak32 = max(nominal, blas)
     details = dict(base.details) if base else {}
-    details.update({"cores": cores, "model": model.group(1).strip() if model else "unknown",
+    details.update({"cores": cores, "model": model,
                     "ghz": ghz, "simd_lanes_fp32": lanes, "nominal_peak_fp32": nominal,
                     "numpy_matmul_fp32": blas, "isa": isa})
     return Target(
@@ -123,6 +159,6 @@ def probe_cpu(base: Target | None) -> Target:
         memory_bandwidth=probed["bandwidth"],
         details=details,
         sources={"peak_flops": "max of nominal (cores x clock x 2 FMA pipes x lanes x 2 FLOP) and "
-                               f"a measured numpy float32 1024^3 matmul (probed once, kept in {kept_in})",
-                 "memory_bandwidth": f"numpy copy of 64 MiB, best of 3 (probed once, kept in {kept_in})"},
+                               f"a measured numpy float32 1024^3 matmul ({kept})",
+                 "memory_bandwidth": f"numpy copy of 64 MiB, best of 3 ({kept})"},
     )
