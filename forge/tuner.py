@@ -417,7 +417,9 @@ def resume(run_dir: Path, console: Console | None = None, replace_placement: boo
     finally:
         store.close()
     data = dict(info["settings"])
-    data.update({k: v for k, v in overrides.items() if v is not None})
+    # None leaves a setting as the run had it, except a limit given as None on purpose (a config
+    # whose patience or time budget became "none"): that one is lifted
+    data.update({k: v for k, v in overrides.items() if v is not None or (k in LIMITS and k != "trials")})
     if replace_placement:
         data.update({k: overrides.get(k) for k in ("executor", "ray_address", "devices") if k in overrides})
     if overrides.get("executor") == "local" and not overrides.get("ray_address"):
@@ -506,8 +508,13 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     known, recs = _known(ctx)
     for r in recs:
         _note_result(ctx, r)
-    if ctx.fresh_patience:      # a resume that raised a limit: see resume()
-        ctx.since_improvement = 0
+    # A resume that raised a limit counts patience from there (see resume()); the point is kept in
+    # the store, so a later resume of that one, interrupted before it improved, counts from it too.
+    if ctx.fresh_patience:
+        ctx.store.set_meta("patience_from", len(recs))
+    start = ctx.store.get_meta("patience_from")
+    if isinstance(start, int):
+        ctx.since_improvement = min(ctx.since_improvement, len(recs) - start)
     storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
     strategy = make_strategy(s, enum, storage)
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs

@@ -531,9 +531,28 @@ def test_patience_stops_a_search_that_stopped_improving_and_counts_afresh_on_a_r
     assert 4 <= first < 30                       # the first variant, 3 without improvement, those in flight
     resume(run, console=QUIET, backend=backend)
     assert len(Store.for_run(run).records(phase="search")) == first
-    resume(run, console=QUIET, backend=backend, trials=40)
+    # the raising resume is interrupted after one new variant: the next resume, which raises
+    # nothing, still counts patience from the raise, not from the run's first variant
+    real, seen = tune.__globals__["_note_result"], []
+
+    def note_then_stop(ctx, rec):
+        real(ctx, rec)
+        seen.append(rec)
+        if len(seen) == first + 1:
+            raise KeyboardInterrupt
+    tune.__globals__["_note_result"] = note_then_stop
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            resume(run, console=QUIET, backend=backend, trials=40)
+    finally:
+        tune.__globals__["_note_result"] = real
+    assert len(Store.for_run(run).records(phase="search")) == first + 1
+    resume(run, console=QUIET, backend=backend)
     again = len(Store.for_run(run).records(phase="search"))
     assert first + 3 <= again < 40
+    # patience given as None (a config that drops it) lifts it: the search runs to its trials
+    resume(run, console=QUIET, backend=backend, patience=None)
+    assert len(Store.for_run(run).records(phase="search")) == 40
 
 
 def test_a_final_re_measure_is_committed_whole(tmp_path):
