@@ -599,3 +599,7 @@ def test_a_long_reason_is_cut_at_a_word_and_marked():
     row = dict(source_name="gqa", case_id="4", op=None, status="UNSUPPORTED", status_text="UNSUPPORTED", reason=reason)
     tail = case_cells(row)[-1]
     assert tail.endswith(" …") and len(tail) <= 200 and "total_q 1-16384," in tail
+    from forge.report.progress import clip
+
+    assert clip("x" * 300, 20) == "x" * 18 + " …"                  # one word longer than the width
+    assert clip("a\nb", 20) == "a b"

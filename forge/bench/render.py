@@ -2,7 +2,6 @@
 from __future__ import annotations
 
 import json
-import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -10,7 +9,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.bench.board import build_board
-from forge.report.progress import make_console, plural
+from forge.report.progress import clip, make_console, plural
 from forge.report.tables import print_fitted
 from forge.report.html import _num, _pct, _shape, _us, render_html
 from forge.variant import config_text
@@ -24,7 +23,7 @@ def case_cells(r: dict[str, Any]) -> list[str]:
     what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
     # a long reason (a compiler's output) is cut at a word, marked, never inside a number
     tail = (config_text(r.get("config")) if r["status"] == "PASSED"
-            else textwrap.shorten(r.get("reason") or "", width=200, placeholder=" …"))
+            else clip(r.get("reason") or "", 200))
     return [r["source_name"], str(r["case_id"]), what, r["status_text"],
             _time(r.get("time"), r.get("time_kind")), _time(r.get("t_b"), r.get("baseline_time_kind")),
             r.get("baseline_kind") or "", _num(r.get("speedup")), _us(r.get("t_sol")), _num(r.get("sol_score")),

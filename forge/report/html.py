@@ -10,6 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
+from forge.report.progress import clip
 from forge.variant import config_text
 
 TEMPLATE = r"""<!doctype html>
@@ -62,7 +63,7 @@ the limits, correctness not checked).</p>{% endif %}
 <td class="l {{ r.status if r.status in ('PASSED', 'UNSUPPORTED') else 'fail' }}">{{ r.status_text }}</td>
 <td class="{{ r.time_kind }}">{{ us(r.time) }}</td><td class="{{ r.baseline_time_kind }}">{{ us(r.t_b) }}</td><td class="l">{{ r.baseline_kind or "" }}</td>
 <td>{{ num(r.speedup) }}</td><td>{{ us(r.t_sol) }}</td><td>{{ num(r.sol_score) }}</td><td>{{ num(r.hap) }}</td><td>{{ r.evaluations or "" }}</td>
-<td class="l">{% if r.status == "PASSED" %}{{ cfg(r.config) }}{% else %}{{ (r.reason or "")[:160] }}{% endif %}</td></tr>
+<td class="l">{% if r.status == "PASSED" %}{{ cfg(r.config) }}{% else %}{{ clip(r.reason or "", 200) }}{% endif %}</td></tr>
 {% endfor %}</table>
 <script>
  window.addEventListener("load", function () {
@@ -117,4 +118,4 @@ def render_html(board: dict[str, Any]) -> str:
     tpl = env.from_string(TEMPLATE)
     images = [(t, base64.b64encode(p).decode()) for t, p in figures(board)]
     return tpl.render(b=board, t=board["total"], images=images, fast_ps=list(board["total"]["fast_p"]),
-                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=config_text)
+                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=config_text, clip=clip)

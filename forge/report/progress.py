@@ -1,6 +1,8 @@
 """Live progress of a search: a bar with evaluations, best-so-far and its kind (measured/modeled)."""
 from __future__ import annotations
 
+import textwrap
+
 from typing import Any
 
 from rich.console import Console
@@ -22,6 +24,17 @@ def make_console(stderr: bool = False) -> Console:
 
 def fmt_best(best: float | None, kind: str) -> str:
     return f"{fmt_seconds(best)} ({kind})" if best is not None else "—"
+
+
+def clip(text: str, width: int) -> str:
+    """`text` on one line, cut at a word and marked " …" where longer than `width`, so a long
+    reason (a compiler's output) never ends inside a number; a first word longer than `width` is
+    cut where it must be."""
+    one = " ".join(str(text).split())
+    if len(one) <= width:
+        return one
+    cut = textwrap.shorten(one, width=width, placeholder=" …")
+    return cut if cut != "…" else one[:width - 2] + " …"
 
 
 def plural(n: int, noun: str) -> str:

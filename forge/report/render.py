@@ -15,7 +15,7 @@ from forge.ops import get_op
 from forge.problem import Problem
 from forge.targets import all_targets, get_target
 from forge.report.leaderboard import Leaderboard, to_json
-from forge.report.progress import fmt_seconds
+from forge.report.progress import clip, fmt_seconds
 from forge.report.tables import print_fitted, make_table, print_indented, width_left
 from forge.results.lock import folder_holder, holder_text
 from forge.results.remeasure import describe
@@ -256,7 +256,7 @@ def to_markdown(lb: Leaderboard) -> str:
     if lb.failures:
         out += ["", "## Failed variants", "", "| status | config | reason |", "|---|---|---|"]
         for f in lb.failures[:FILE_FAILURES]:
-            out.append(f"| {f['status']} | `{config_text(f['config'])}` | {f['reason'][:200].replace('|', '/')} |")
+            out.append(f"| {f['status']} | `{config_text(f['config'])}` | {clip(f['reason'], 200).replace('|', '/')} |")
         if len(lb.failures) > FILE_FAILURES:
             out += ["", f"{len(lb.failures) - FILE_FAILURES} more failed variants (all are in forge.sqlite)."]
     return "\n".join(out) + "\n"
