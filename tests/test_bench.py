@@ -577,7 +577,7 @@ def test_a_case_stopped_while_starting_says_so(tmp_path, fake_tuner):
         run_bench(make_suite(), "cpu", tmp_path / "b")
     rows = {r["case_id"]: r for r in build_board(tmp_path / "b")["cases"]}
     assert (rows["16"]["status"], rows["16"]["reason"]) == (
-        "NOT_RUN", "interrupted while starting, before its baselines were recorded")
+        "NOT_RUN", "started, nothing recorded yet: stopped (or still) starting, before its baselines")
     assert rows["32"]["reason"] == "no records yet (bench interrupted before this case)"
 
 

@@ -105,7 +105,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     elif marker.get("error"):
         status, reason = "RUNTIME_ERROR", marker["error"]
     elif not records and (run_dir / RUN_FILE).is_file():
-        status, reason = (NOT_RUN, "interrupted while starting, before its baselines were recorded")
+        status, reason = (NOT_RUN, "started, nothing recorded yet: stopped (or still) starting, before its baselines")
     elif not records:
         status, reason = (NOT_RUN, "no records yet (bench interrupted before this case)")
     elif not tuned:

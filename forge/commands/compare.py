@@ -40,15 +40,15 @@ def compare(
 
     if a.resolve() == b.resolve():
         raise ForgeInputError("B", f"{b} is A itself; compare two different folders")
+    benches = (a / BENCH_FILE).is_file()
+    cmp = compare_benches(a, b) if benches else compare_runs(a, b)
     if json_out:      # checked before the comparison is printed, not after
         with writing("--json", json_out):
             json_out.parent.mkdir(parents=True, exist_ok=True)
     con = make_console()
-    if (a / BENCH_FILE).is_file():
-        cmp = compare_benches(a, b)
+    if benches:
         _print_benches(con, cmp, show_all)
     else:
-        cmp = compare_runs(a, b)
         _print_runs(con, cmp)
     if json_out:
         with writing("--json", json_out):
