@@ -21,7 +21,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend, target_code
-from forge.backends.base import BASELINE_NAMES, Backend
+from forge.backends.base import BASELINE_NAMES, Backend, unchecked
 from forge.bank import (BANK_ERRORS, bank_count, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
@@ -671,7 +671,7 @@ def _offer_to_bank(ctx: Context) -> None:
     recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
     # A variant whose output nothing checked (CUDA without a GPU and --no-host-check, the CPU with
     # --measure model) is no answer to serve another run.
-    checked = [r for r in recs if not str((r.extra or {}).get("correctness", "")).startswith("not checked")]
+    checked = [r for r in recs if not unchecked(r.extra)]
     if recs and not checked:
         ctx.console.print("tuning bank: not updated: no variant's output was checked in this run "
                           f"({escape(str(recs[0].extra.get('correctness', '')).removeprefix('not checked: '))})")

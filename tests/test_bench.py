@@ -77,6 +77,9 @@ class FakeTuner:
         for n, t in enumerate(times):
             if isinstance(t, str):
                 store.add(Record(**base, config={"tile": n}, status=t, reason=f"{t} on trial {n}", trial=n))
+            elif kind == "unchecked":   # modeled, and nothing ran to check it (CPU --measure model)
+                store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US], trial=n, time_kind="modeled",
+                                 extra={"correctness": "not checked: --measure model (compiled, not run)"}))
             else:
                 store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n, time_kind=kind))
         for name, t in (("unfused", unfused), ("vendor", vendor)):
@@ -156,7 +159,7 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     assert "1 passed case without a baseline left out" in total_line(board)
     from forge.report.html import render_html
 
-    assert '<p class="note" id="unscored">1 passed case(s) without a baseline left out' in render_html(board)
+    assert '<p class="note" id="unscored">1 passed case without a baseline left out' in render_html(board)
 
 
 def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
@@ -569,6 +572,21 @@ def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tune
     run_json.write_text(json.dumps({"status": "complete", "roofline_seconds": 7e-6}))
     row = next(r for r in build_board(tmp_path)["cases"] if r["case_id"] == "8")
     assert row["t_sol"] == 7e-6 and row["sol_score"] == scores.sol_score(10 * US, 7e-6, 20 * US)
+
+
+def test_cases_that_never_ran_are_counted_in_every_output(tmp_path, fake_tuner):
+    from forge.commands.runs import collect
+    from forge.report.html import render_html
+
+    fake_tuner({8: ([5], None, None, "unchecked"), 16: ([5], 10, None, "measured"), 32: ([6], None, None, "unchecked"),
+                64: ([7], 9, None, "measured")})
+    run_bench(make_suite(), "cpu", tmp_path / "b")
+    board = build_board(tmp_path / "b")
+    assert board["total"]["unchecked"] == 2
+    assert "2 of the passed cases never ran" in total_line(board)
+    assert '<p class="note" id="unchecked">2 of the passed cases never ran' in render_html(board)
+    (row,) = collect(tmp_path)
+    assert "2 never ran (correctness not checked)" in row["progress"]
 
 
 def test_a_case_stopped_while_starting_says_so(tmp_path, fake_tuner):

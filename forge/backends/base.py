@@ -72,6 +72,15 @@ class Artifact:
     resources: dict[str, Any] = field(default_factory=dict)
 
 
+# How `extra["correctness"]` begins for a variant whose output nothing checked (nothing ran, or the
+# host check was off): such a variant is no answer for the bank and counts as never run in a bench.
+NOT_CHECKED = "not checked"
+
+
+def unchecked(extra: dict[str, Any] | None) -> bool:
+    return str((extra or {}).get("correctness", "")).startswith(NOT_CHECKED)
+
+
 @dataclass
 class Measurement:
     """Outcome of running (or modeling) one variant."""

@@ -12,6 +12,7 @@ from collections import OrderedDict
 from pathlib import Path
 from typing import Any
 
+from forge.backends.base import unchecked
 from forge.bench.runner import BENCH_FILE, CASES_DIR, RUN_FILE, case_finished, continue_hint, read_marker
 from forge.errors import read_json
 from forge.ops import get_op
@@ -122,7 +123,7 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     row |= {"time": t_k, "time_kind": best.time_kind if best else None, "spread": best.spread if best else None,
             "config": best.config if best else None, "errors": best.errors if best else {},
             # a variant ranked by the model without running (CUDA without a GPU) passed no check
-            "unchecked": bool(best) and "not checked" in str(best.extra.get("correctness", "")),
+            "unchecked": bool(best) and unchecked(best.extra),
             "source_hash": best.source_hash if best else "", "best_phase": best.phase if best else None}
     row["speedup"] = (row["t_b"] / t_k) if (t_k and row["t_b"]) else None
     row["kinds_differ"] = bool(best and base and best.time_kind != base.time_kind)

@@ -10,7 +10,7 @@ from typing import Any
 
 from jinja2 import Environment, select_autoescape
 
-from forge.report.progress import clip
+from forge.report.progress import clip, plural
 from forge.variant import config_text
 
 TEMPLATE = r"""<!doctype html>
@@ -37,7 +37,7 @@ TEMPLATE = r"""<!doctype html>
 <tr><td>{{ t.cases }}</td><td>{{ t.supported }}</td><td>{{ t.passed }}</td><td>{{ pct(t.pass_rate) }}</td><td>{{ num(t.geomean_speedup) }}</td>
 {% for p in fast_ps %}<td>{{ pct(t.fast_p[p]) }}</td>{% endfor %}<td>{{ num(t.mean_sol_score) }}</td><td>{{ num(t.cann_total_score, 1) }}</td>
 <td>{{ t.measured }} / {{ t.modeled }}</td></tr></table>
-{% if t.sol_unscored %}<p class="note" id="unscored">{{ t.sol_unscored }} passed case(s) without a baseline left out of the
+{% if t.sol_unscored %}<p class="note" id="unscored">{{ plural(t.sol_unscored, "passed case") }} without a baseline left out of the
 mean SOL score and fast_p: both need T_b; cann-bench stands in max(10 T_HW, 10 µs) for it.</p>{% endif %}
 {% if t.unchecked %}<p class="note" id="unchecked">{{ t.unchecked }} of the passed cases never ran (compiled and within
 the limits, correctness not checked).</p>{% endif %}
@@ -118,4 +118,4 @@ def render_html(board: dict[str, Any]) -> str:
     tpl = env.from_string(TEMPLATE)
     images = [(t, base64.b64encode(p).decode()) for t, p in figures(board)]
     return tpl.render(b=board, t=board["total"], images=images, fast_ps=list(board["total"]["fast_p"]),
-                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=config_text, clip=clip)
+                      num=_num, pct=_pct, us=_us, shape=_shape, cfg=config_text, clip=clip, plural=plural)

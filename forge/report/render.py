@@ -10,7 +10,7 @@ from rich.console import Console
 from rich.table import Table
 from rich.text import Text
 
-from forge.backends.base import BASELINE_NAMES
+from forge.backends.base import BASELINE_NAMES, NOT_CHECKED
 from forge.ops import get_op
 from forge.problem import Problem
 from forge.targets import all_targets, get_target
@@ -112,7 +112,7 @@ def headline(lb: Leaderboard) -> list[str]:
             lines.append(f"{name} is a partial target: some of its numbers are estimates or placeholders, and "
                          f"these modeled times rest on them (`forge targets {name}` gives each number's source)")
         checks = [str(r.extra.get("correctness", "")) for r in lb.rows if "correctness" in r.extra]
-        host = [c for c in checks if not c.startswith("not checked")]
+        host = [c for c in checks if not c.startswith(NOT_CHECKED)]
         if host:
             first = host[0].partition(" at ")[2].partition(" (same config)")[0]
             # a small problem is checked whole; a larger one at a shape cut down to what the CPU emulates

@@ -13,7 +13,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source, gib
+from forge.backends.base import NOT_CHECKED, Artifact, Backend, Baseline, Measurement, Source, gib
 from forge.backends.cpu import hwinfo
 from forge.backends.cpu.build import build_source, compiler_version
 from forge.backends.cpu.runner import run_executable
@@ -95,7 +95,7 @@ class CpuBackend(Backend):
         if self.measure == "model":
             # nothing ran, so nothing checked the output: the report, bench board and bank read this
             return Measurement("ok", timings=[self.model(variant)], time_kind="modeled",
-                               extra={"correctness": "not checked: --measure model (compiled, not run)"})
+                               extra={"correctness": f"{NOT_CHECKED}: --measure model (compiled, not run)"})
         m = run_executable(artifact.path, variant.problem, seed=seed, warmup=warmup, reps=reps,
                            timeout=timeout, flush_bytes=self._flush_bytes())
         m.extra.setdefault("threads", variant.config.get("threads"))

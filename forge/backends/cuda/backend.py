@@ -17,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from forge.backends.base import Artifact, Backend, Baseline, Measurement, Source
+from forge.backends.base import NOT_CHECKED, Artifact, Backend, Baseline, Measurement, Source
 from forge.backends.cuda import harness as hx
 from forge.backends.cuda import host
 from forge.backends.cuda.arch import arch_of
@@ -265,7 +265,7 @@ class CudaBackend(Backend):
                 return Measurement("invalid", f"occupancy: {parts['reason']}")
             chk = artifact.resources.get("host") or {"skipped": "not built"}
             if "skipped" in chk:
-                parts["correctness"] = f"not checked: modeled time, no GPU run ({why}; no host check: {chk['skipped']})"
+                parts["correctness"] = f"{NOT_CHECKED}: modeled time, no GPU run ({why}; no host check: {chk['skipped']})"
                 return Measurement("ok", timings=[t], time_kind="modeled", extra=parts)
             parts["correctness"] = f"checked on the CPU by host emulation at {chk['at']} (same config); time modeled"
             if chk["status"] != "ok":
