@@ -33,11 +33,19 @@ class Param:
     doc: str = ""
 
     def index(self, value: Any) -> int:
-        try:
-            return self.values.index(value)
-        except ValueError:
-            raise ForgeInputError(f"space.{self.name}",
-                                  f"value {value!r} not allowed; allowed: {list(self.values)}") from None
+        """The position of `value`, compared with its type: in Python true == 1 and 16.0 == 16, and
+        `l0_db=true` taken as l0_db=1 would be the opposite of what was meant."""
+        for i, allowed in enumerate(self.values):
+            if value == allowed and _same_kind(value, allowed):
+                return i
+        raise ForgeInputError(f"space.{self.name}", f"value {value!r} not allowed; allowed: {list(self.values)}")
+
+
+def _same_kind(value: Any, allowed: Any) -> bool:
+    """A bool matches only a bool, and a float never stands for an int."""
+    if isinstance(value, bool) or isinstance(allowed, bool):
+        return isinstance(value, bool) and isinstance(allowed, bool)
+    return not (isinstance(value, float) and isinstance(allowed, int))
 
 
 def choice(name: str, values: Iterable[Any], ordered: bool = False, doc: str = "") -> Param:
@@ -132,9 +140,8 @@ class Space:
                 continue
             want = overrides[p.name]
             want = list(want) if isinstance(want, (list, tuple)) else [want]
-            for v in want:
-                p.index(v)
-            new.append(Param(p.name, tuple(v for v in p.values if v in want), p.ordered, p.doc))
+            keep = sorted({p.index(v) for v in want})
+            new.append(Param(p.name, tuple(p.values[i] for i in keep), p.ordered, p.doc))
         for name in overrides:
             self.param(name)
         return Space(new, list(self.constraints))

@@ -90,6 +90,9 @@ def test_check_py_reads_the_device_output_in_the_problem_dtype(tmp_path):
         (tmp_path / "check.py").write_text(files["check.py"])
         want.tofile(tmp_path / "expected_y.f32")
         out, enc = backend.export_output(v)
+        (tmp_path / out).unlink(missing_ok=True)          # the kernel never wrote its output: FAIL, said
+        res = subprocess.run([sys.executable, str(tmp_path / "check.py")], capture_output=True, text=True)
+        assert res.returncode == 1 and f"FAIL: no {out} here" in res.stderr and "Traceback" not in res.stderr
         for shift, ok in ((0.0, True), (10 * sum(TOLERANCES[dtype]), False)):
             got = want + shift
             raw = (got.astype("<f2").tobytes() if enc == "float16"

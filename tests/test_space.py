@@ -54,6 +54,14 @@ def test_restrict_rejects_unknown_parameter_and_value():
         small_space().restrict({"nope": 1})
     with pytest.raises(ForgeInputError, match=r"space.bq.*allowed: \[8, 16, 32, 64, 128\]"):
         small_space().restrict({"bq": 3})
+    # true == 1 and 16.0 == 16 in Python, but neither is the value meant: refused, not taken as 1 or 16
+    sp = Space([choice("db", [1, 2]), pow2("bq", 8, 128), choice("flag", [False, True])], [])
+    for bad in ({"db": True}, {"bq": 16.0}, {"flag": 1}):
+        with pytest.raises(ForgeInputError, match="not allowed"):
+            sp.restrict(bad)
+    assert sp.restrict({"db": 2, "flag": True}).param("flag").values == (True,)
+    with pytest.raises(ForgeInputError, match="space.db"):
+        sp.indices({"db": True, "bq": 16, "flag": False})
 
 
 @settings(max_examples=30, deadline=None)

@@ -59,11 +59,16 @@ def _expected(variant: Any, seed: int) -> tuple[dict[str, bytes], str]:
 
 CHECK_SCRIPT = '''#!/usr/bin/env python3
 """Compare the kernel's output with forge's float64 reference (written by forge show --export)."""
+import os
 import sys
 
 import numpy as np
 
 OUT, DTYPE, EXPECTED, ATOL, RTOL = {out!r}, {dtype!r}, {expected!r}, {atol!r}, {rtol!r}
+os.chdir(os.path.dirname(os.path.abspath(__file__)))
+for name in (OUT, EXPECTED):
+    if not os.path.isfile(name):
+        sys.exit(f"FAIL: no {{name}} here (run.sh writes {{OUT}} by running the kernel; {{EXPECTED}} comes with the export)")
 if DTYPE == "bfloat16":        # the upper half of a float32
     got = (np.fromfile(OUT, "<u2").astype(np.uint32) << 16).view(np.float32)
 else:
