@@ -176,7 +176,8 @@ def test_the_emulated_shape_is_written_as_the_flags_write_a_shape():
                      [row], [], {"ok": 1}, {}, [], [])
     out = io.StringIO()
     print_leaderboard(lb, Console(file=out, width=200))
-    assert "emulated shape M=4,N=32" in out.getvalue()
+    assert "1 ranked variant passed, 0 failed; each at a reduced shape with its config (the best at M=4,N=32)" \
+        in out.getvalue()
 
 
 def test_a_roofline_below_the_modeled_launch_says_the_launch_dominates():
@@ -274,7 +275,8 @@ def test_report_files_carry_what_the_terminal_says_under_the_table():
     info = {"problem": PROBLEM, "measured": False, "space": {"cartesian": 4, "valid": 2}}
     lb = Leaderboard("run", info, [row], [], {"ok": 1}, {}, [], [])
     for text in (to_markdown(lb), leaderboard_html(lb)):
-        assert "emulation" in text and "emulated shape M=4,N=32" in text and "per-pipe utilisation: MTE2 44%" in text
+        assert "emulation" in text and "(the best at M=4,N=32)" in text
+        assert "per-pipe utilisation (modeled: each pipe's busy share of the kernel's time): MTE2 44%" in text
     empty = Leaderboard("run", info, [], [], {"timeout": 1}, {},
                         [{"status": "timeout", "config": {"tile": 8}, "reason": "no result within 1 s"}], [])
     for text in (to_markdown(empty), leaderboard_html(empty)):

@@ -15,7 +15,7 @@ from forge.ops import get_op
 from forge.problem import Problem
 from forge.targets import all_targets, get_target
 from forge.report.leaderboard import Leaderboard, to_json
-from forge.report.progress import clip, fmt_seconds
+from forge.report.progress import clip, fmt_seconds, plural
 from forge.report.tables import print_fitted, make_table, print_indented, width_left
 from forge.results.lock import folder_holder, holder_text
 from forge.results.remeasure import describe
@@ -179,12 +179,15 @@ def notes(lb: Leaderboard, top: int | None = None) -> list[str]:
     best = lb.best
     if best and best.extra.get("pipe_busy"):
         busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
-        lines.append(f"best variant per-pipe utilisation: {busy}")
+        lines.append(f"best variant per-pipe utilisation (modeled: each pipe's busy share of the kernel's time): {busy}")
     if any("emulation" in r.extra for r in lb.rows):
         failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
-        lines.append(f"emulation on the CPU: {sum(1 for r in lb.rows if r.extra.get('emulation') == 'ok')} "
-                     f"ranked variants passed, {failed} failed" + (" (listed below)" if failed else "")
-                     + (f"; emulated shape {_dims(best.extra['emulated_shape'], lb.info['problem']['op'])}"
+        passed = sum(1 for r in lb.rows if r.extra.get("emulation") == "ok")
+        lines.append(f"emulation on the CPU: {plural(passed, 'ranked variant')} passed, {failed} failed"
+                     + (" (listed below)" if failed else "")
+                     # each config is emulated at a shape of its own tiling: the best's is named
+                     + (f"; each at a reduced shape with its config (the best at "
+                        f"{_dims(best.extra['emulated_shape'], lb.info['problem']['op'])})"
                         if best and best.extra.get("emulated_shape") else ""))
     if not lb.rows:
         finished = lb.info.get("status", "complete") == "complete"
