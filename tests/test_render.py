@@ -276,7 +276,7 @@ def test_report_files_carry_what_the_terminal_says_under_the_table():
     lb = Leaderboard("run", info, [row], [], {"ok": 1}, {}, [], [])
     for text in (to_markdown(lb), leaderboard_html(lb)):
         assert "emulation" in text and "(the best at M=4,N=32)" in text
-        assert "per-pipe utilisation (modeled: each pipe's busy share of the kernel's time): MTE2 44%" in text
+        assert "per-pipe utilisation (modeled: the share of the kernel time each pipe is busy): MTE2 44%" in text
     empty = Leaderboard("run", info, [], [], {"timeout": 1}, {},
                         [{"status": "timeout", "config": {"tile": 8}, "reason": "no result within 1 s"}], [])
     for text in (to_markdown(empty), leaderboard_html(empty)):

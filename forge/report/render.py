@@ -179,7 +179,7 @@ def notes(lb: Leaderboard, top: int | None = None) -> list[str]:
     best = lb.best
     if best and best.extra.get("pipe_busy"):
         busy = ", ".join(f"{k} {100 * v:.0f}%" for k, v in best.extra["pipe_busy"].items())
-        lines.append(f"best variant per-pipe utilisation (modeled: each pipe's busy share of the kernel's time): {busy}")
+        lines.append(f"best variant per-pipe utilisation (modeled: the share of the kernel time each pipe is busy): {busy}")
     if any("emulation" in r.extra for r in lb.rows):
         failed = sum(1 for f in lb.failures if f["status"] in ("incorrect", "runtime_error", "timeout"))
         passed = sum(1 for r in lb.rows if r.extra.get("emulation") == "ok")
