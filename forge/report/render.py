@@ -148,9 +148,10 @@ def headline(lb: Leaderboard) -> list[str]:
             + (", which dominates at this size)" if head > roof else ")") if head else ""))
         if any(r.roofline_fraction and r.roofline_fraction > 1 for r in lb.rows):
             lines.append("roofline above 100 %: the bound understates this device here (on the CPU target "
-                         "its compute roof is the base-clock peak or a BLAS rate probed at start-up, and its "
-                         "bandwidth is DRAM's while a small working set stays in cache); compare rows with "
-                         "each other")
+                         "its compute roof is the base-clock peak or the highest BLAS rate probed on this "
+                         "machine, and its bandwidth the highest copy rate probed, which a host busy at every "
+                         "probe reads low, and DRAM's while a small working set stays in cache); compare rows "
+                         "with each other")
     return lines
 
 

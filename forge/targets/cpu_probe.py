@@ -2,10 +2,10 @@
 
 The compute roof is the larger of the nominal peak (base clock) and a measured BLAS matmul rate;
 the bandwidth is a quick numpy copy. The measured figures (and the clock, which /proc/cpuinfo
-gives as of the moment read) are probed once per machine and kept in the cache folder
-(`forge.paths.cache_dir()`, `cpu_probe.json`), so every run, bench and report on this machine
-scores against one roofline instead of one that moves a few per cent with each probe; deleting
-the file probes again. `sources` says so.
+gives as of the moment read) are kept in the cache folder (`forge.paths.cache_dir()`,
+`cpu_probe.json`) as the highest each has read on this machine, so runs, benches and reports here
+share one roofline instead of one that moves a few per cent with each probe, and a probe taken on
+a busy host does not lower the bound. `sources` says so.
 """
 from __future__ import annotations
 
@@ -89,14 +89,13 @@ def _usable(entry: object) -> bool:
 
 def _probed(key: str, mhz: float) -> tuple[dict[str, float], str]:
     """This machine's probed figures (clock in GHz, BLAS rate, copy bandwidth) and where they are
-    kept: the cache's when it holds them for `key`, else measured now and kept. Processes take
-    turns under a lock on the file, so two never probe at once (each would time the other's load)
-    nor overwrite each other's entries. A cache that cannot be written only costs a probe, and the
-    source then says the figures were not kept."""
+    kept. Each process probes, and the kept figures are the highest seen for `key`: a probe taken
+    while the host was busy reads low, and a bound must not sink with it, while the highest rates
+    seen settle within a few probes, so runs and benches on one machine share one roofline.
+    Processes take turns under a lock on the file, so two never probe at once (each would time the
+    other's load) nor overwrite each other's entries. A cache that cannot be written only loses the
+    keeping, and the source then says so."""
     path = cache_dir() / PROBE_FILE
-    entry = _read(path).get(key)
-    if _usable(entry):
-        return entry, f"probed once, kept in {path}"
     try:
         path.parent.mkdir(parents=True, exist_ok=True)
         lock = os.open(path.with_name(PROBE_FILE + ".lock"), os.O_RDWR | os.O_CREAT, 0o644)
@@ -105,15 +104,17 @@ def _probed(key: str, mhz: float) -> tuple[dict[str, float], str]:
     try:
         if lock is not None:
             fcntl.flock(lock, fcntl.LOCK_EX)
-        kept = _read(path)               # another process may have probed while this one waited
-        if _usable(kept.get(key)):
-            return kept[key], f"probed once, kept in {path}"
-        entry = {"ghz": mhz / 1000 if mhz else 2.0, "blas": _matmul_rate(), "bandwidth": _copy_bandwidth()}
+        kept = _read(path)
+        now = {"ghz": mhz / 1000 if mhz else 2.0, "blas": _matmul_rate(), "bandwidth": _copy_bandwidth()}
+        old = kept.get(key)
+        entry = {k: max(v, old[k]) for k, v in now.items()} if _usable(old) else now
+        if entry == old:
+            return entry, f"the highest of this machine's probes, kept in {path}"
         tmp = path.with_name(f"{PROBE_FILE}.{os.getpid()}.tmp")
         try:
             tmp.write_text(json.dumps({**kept, key: entry}, indent=1))
             tmp.replace(path)
-            return entry, f"probed once, kept in {path}"
+            return entry, f"the highest of this machine's probes, kept in {path}"
         except OSError:
             try:
                 tmp.unlink(missing_ok=True)
