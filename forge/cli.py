@@ -111,7 +111,7 @@ def tune(
 ) -> None:
     """Tune one operator on one target and print its leaderboard."""
     from forge import tuner
-    from forge.config import load_config, make_settings
+    from forge.config import TuneSettings, load_config, make_settings
 
     flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
@@ -167,6 +167,11 @@ def tune(
         _check_options(sampler or "forge", options)
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
+        takes = tuner.dtype_the_target_takes(settings[0]) if dtype is None else []
+        if takes:
+            settings = [settings[0].model_copy(update={"dtype": takes[0]})]
+            err.print(f"no --dtype given: using {takes[0]} ({op} on {settings[0].target} takes "
+                      f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})", highlight=False)
     runs, empty = [], []
     for i, s in enumerate(settings):
         try:

@@ -229,6 +229,15 @@ def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
     return others
 
 
+def dtype_the_target_takes(settings: TuneSettings) -> list[str]:
+    """Where the settings' dtype (float32 when none was given) is one the target does not take for
+    the op, the dtypes it does take, in the op's order; else nothing. A run with no --dtype then
+    starts in the first of them instead of stopping (attention on a GPU takes float16/bfloat16)."""
+    problem = problem_of(settings)
+    backend = get_backend(get_target(settings.target), measure=settings.measure, host_check=settings.host_check)
+    return [] if backend.supports(problem) is None else other_dtypes_supported(backend, problem)
+
+
 def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend, Space]:
     """The settings' problem, backend and (restricted) space, refused with an input error when the
     target cannot take it: no generator for the op or dtype, a space restriction naming an unknown

@@ -8,7 +8,7 @@ import pytest
 from typer.testing import CliRunner
 
 from forge.cli import app, parse_pairs
-from forge.config import load_config
+from forge.config import TuneSettings, load_config
 from forge.errors import ForgeInputError
 
 
@@ -250,3 +250,24 @@ def test_a_shape_given_by_flag_over_a_config_is_named_as_the_flag_gives_it(tmp_p
     cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}]\ntrials: 2\nout: {tmp_path / 'r'}\n")
     res = CliRunner().invoke(app, ["tune", "--config", str(cfg), "--shape", "M=4,X=8"])
     assert isinstance(res.exception, ForgeInputError) and str(res.exception).startswith("shape.X: unknown dimension")
+
+
+def test_no_dtype_given_starts_in_one_the_target_takes(tmp_path):
+    """attention on a GPU takes float16/bfloat16, not the default float32: with no --dtype the run
+    starts in the first the target takes and says so; a given --dtype is never replaced."""
+    from typer.testing import CliRunner
+
+    from forge.tuner import dtype_the_target_takes
+
+    assert dtype_the_target_takes(TuneSettings(op="attention", target="h100", shape={"B": 1, "Hq": 2, "Hkv": 1,
+                                                                                     "S": 64, "D": 64})) == \
+        ["float16", "bfloat16"]
+    assert dtype_the_target_takes(TuneSettings(op="softmax", target="h100", shape={"M": 8, "N": 64})) == []
+    blocked = tmp_path / "file"
+    blocked.write_text("")
+    argv = ["tune", "--op", "attention", "--target", "h100", "--shape", "B=1,Hq=2,Hkv=1,S=64,D=64",
+            "--out", str(blocked / "run")]                      # stops right after the dtype is chosen
+    res = CliRunner().invoke(app, argv)
+    assert "no --dtype given: using float16 (attention on h100 takes float16, bfloat16, not float32)" in res.output
+    res = CliRunner().invoke(app, [*argv, "--dtype", "float32"])
+    assert isinstance(res.exception, ForgeInputError) and res.exception.field == "dtype"
