@@ -34,9 +34,16 @@ def _board(path: Path, field: str) -> dict[str, Any]:
     return build_board(path)
 
 
+# Two modeled times closer than this share of the larger are a tie: a model has no spread, and a
+# difference of a few parts in ten thousand between two configs' modeled times ranks nothing.
+MODEL_TIE = 1e-3
+
+
 def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
     """'A', 'B' or 'tie' for two results with a `time` and a `spread`."""
     spread = max(a.get("spread") or 0.0, b.get("spread") or 0.0)
+    if a.get("time_kind") == b.get("time_kind") == "modeled":
+        spread = max(spread, MODEL_TIE * max(a["time"], b["time"]))
     if abs(a["time"] - b["time"]) <= spread:
         return "tie"
     return "A" if a["time"] < b["time"] else "B"
