@@ -96,7 +96,7 @@ def tune(
     seed: Optional[int] = typer.Option(None),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, help="with --executor ray: join this Ray cluster (default: "
-                                                         "RAY_ADDRESS, else a local one)"),
+                                                         "RAY_ADDRESS, else the cluster `ray start` runs on this machine, else a local one)"),
     devices: Optional[int] = typer.Option(None, help="with --executor ray: devices measuring at once, one "
                                                       "variant each (default 1)"),
     measure: Optional[str] = typer.Option(None, help="auto | model | device"),

@@ -361,3 +361,13 @@ def test_showing_a_bank_that_does_not_exist_says_so_and_does_not_make_it(tmp_pat
                          timeout=120, env={**os.environ, "FORGE_BANK": str(path)})
     assert res.returncode == 0 and "no tuning bank yet at" in res.stdout
     assert not path.exists() and not path.parent.exists()
+
+
+def test_bank_show_writes_times_as_every_table_does(bank):
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+
+    bank_offer([rec(0.184, config={"tile": "big"})])
+    res = CliRunner().invoke(app, ["bank", "show"], env={"COLUMNS": "250"})
+    assert res.exit_code == 0 and "184 ms" in res.output and "e+0" not in res.output, res.output

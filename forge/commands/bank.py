@@ -9,7 +9,7 @@ import typer
 
 from forge.bank import Bank, bank_path, bank_unusable, export_bank, import_bank, is_current, offer_summary
 from forge.errors import ForgeInputError
-from forge.report.progress import make_console
+from forge.report.progress import fmt_seconds, make_console
 from forge.report.tables import print_fitted
 from forge.variant import config_text
 
@@ -40,10 +40,10 @@ def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] =
         dims = known + sorted(set(e["shape"]) - set(known))        # the op's order first, nothing hidden
         rows.append((e["op"], e["target"], ",".join(f"{d}={e['shape'][d]}" for d in dims), e["dtype"],
                      ",".join(f"{k}={v}" for k, v in e["attrs"].items() if v not in (None, False)),
-                     config_text(e["config"]), f"{e['median'] * 1e6:.4g}", e["time_kind"],
+                     config_text(e["config"]), fmt_seconds(e["median"]), e["time_kind"],
                      str(e["searched"]) if e["searched"] else "—",
                      "current" if is_current(e) else "stale (other generator/model version)"))
-    print_fitted(console, ("op", "target", "shape", "dtype", "attrs", "config", "median µs", "kind", "searched",
+    print_fitted(console, ("op", "target", "shape", "dtype", "attrs", "config", "median", "kind", "searched",
                            "code"), rows,
                  keys=("op", "target", "shape", "dtype"), wrap=("config", "code"), title=str(bank_path()))
     console.print("since the bank was made: " + ", ".join(f"{k} {v}" for k, v in counters.items()))

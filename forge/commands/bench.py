@@ -34,7 +34,7 @@ def bench(
     executor: Optional[str] = typer.Option(None, "--executor", help="local | ray (default: tune's, local)"),
     ray_address: Optional[str] = typer.Option(None, "--ray-address",
                                               help="with --executor ray: join this Ray cluster (default: "
-                                                   "RAY_ADDRESS, else a local one)"),
+                                                   "RAY_ADDRESS, else the cluster `ray start` runs on this machine, else a local one)"),
     devices: Optional[int] = typer.Option(None, "--devices", min=1, help="with --executor ray: devices measuring "
                                                                          "at once (default 1)"),
     seed: int = typer.Option(0, "--seed", min=0),

@@ -124,8 +124,9 @@ def headline(lb: Leaderboard) -> list[str]:
         elif checks:
             lines.append(f"correctness: not checked ({checks[0].partition('(')[2].rstrip(')')})")
     sp = lb.info.get("space", {})
+    counts = ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items()))
     lines.append(f"space: {sp.get('cartesian')} points, {sp.get('valid')} valid; evaluated "
-                 f"{sum(lb.status_counts.values())}: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items())))
+                 f"{sum(lb.status_counts.values())}" + (f": {counts}" if counts else ""))
     if lb.rejections:
         lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.rejections.items(), key=lambda x: -x[1])))
     for b in lb.baselines:
