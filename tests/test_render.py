@@ -293,3 +293,13 @@ def test_modeled_times_on_a_partial_target_say_they_rest_on_estimates():
     assert any(x.startswith("ascend950pr is a partial target: some of its numbers are estimates") for x in partial)
     full = headline(Leaderboard("run", info | {"target": {"name": "ascend910b2"}}, [], [], {}, {}, [], []))
     assert not any("partial target" in x for x in full)
+
+
+def test_a_half_precision_problem_on_the_cpu_says_its_kernel_computes_in_float32():
+    info = {"problem": {**PROBLEM, "dtype": "float16"}, "target": {"name": "cpu", "kind": "cpu"}, "measured": True,
+            "space": {"cartesian": 4, "valid": 2}}
+    lines = headline(Leaderboard("run", info, [], [], {}, {}, [], []))
+    assert "float16 on the CPU: the inputs hold float16 values, and the kernel reads, computes and writes them " \
+           "in float32 (its time is a float32 kernel's)" in lines
+    plain = {**info, "problem": PROBLEM}
+    assert not any("on the CPU:" in x for x in headline(Leaderboard("run", plain, [], [], {}, {}, [], [])))

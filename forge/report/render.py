@@ -97,6 +97,11 @@ def missing_baselines(lb: Leaderboard) -> list[str]:
 def headline(lb: Leaderboard) -> list[str]:
     lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
     lines += run_state(lb)
+    dtype = lb.info["problem"].get("dtype", "float32")
+    if lb.info.get("target", {}).get("kind") == "cpu" and dtype != "float32":
+        # the C kernels have no half-precision arithmetic: the problem's values are, its kernel's math not
+        lines.append(f"{dtype} on the CPU: the inputs hold {dtype} values, and the kernel reads, computes and "
+                     "writes them in float32 (its time is a float32 kernel's)")
     if lb.info.get("bank_hit"):
         lines.append("served by the tuning bank: only its config was evaluated, the search skipped (--no-bank searches)")
     if lb.measured:
