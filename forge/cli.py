@@ -35,6 +35,20 @@ app = typer.Typer(add_completion=False, no_args_is_help=True,
 out = make_console()
 err = make_console(stderr=True)
 
+
+def _print_version(value: bool) -> None:
+    if value:
+        from forge import __version__
+
+        out.print(f"forge {__version__}", highlight=False)
+        raise typer.Exit()
+
+
+@app.callback()
+def _root(version: bool = typer.Option(False, "--version", is_eager=True, callback=_print_version,
+                                       help="print forge's version and exit")) -> None:
+    """Autotuning search for fused AI operators on Ascend NPUs, NVIDIA GPUs and CPUs."""
+
 # What a resumed run may change: its budget, and where it runs (not what it searches or measures).
 RESUME_OVERRIDES = ("trials", "time_budget", "patience", "executor", "ray_address", "devices")
 EXTRA_COMMANDS = ("show", "runs", "bench", "compare", "bank", "replay")

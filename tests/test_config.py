@@ -271,3 +271,12 @@ def test_no_dtype_given_starts_in_one_the_target_takes(tmp_path):
     assert "no --dtype given: using float16 (attention on h100 takes float16, bfloat16, not float32)" in res.output
     res = CliRunner().invoke(app, [*argv, "--dtype", "float32"])
     assert isinstance(res.exception, ForgeInputError) and res.exception.field == "dtype"
+
+
+def test_version():
+    from typer.testing import CliRunner
+
+    from forge import __version__
+
+    res = CliRunner().invoke(app, ["--version"])
+    assert res.exit_code == 0 and res.output.strip() == f"forge {__version__}"
