@@ -37,7 +37,7 @@ from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
 from forge.space import Enumeration, Space
-from forge.targets import get_target
+from forge.targets import Target, get_target
 from forge.variant import Variant, config_text
 
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
@@ -229,6 +229,17 @@ def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
     return others
 
 
+def refuse_past_timeout(problem: Problem, target: Target, timeout: float) -> None:
+    """A problem whose roofline bound alone exceeds --timeout would have every variant time out, one
+    timeout after another: refused before anything is built, naming both."""
+    op = get_op(problem.op)
+    roof = target.roofline_seconds(op.flops(problem), op.min_bytes(problem), problem.dtype)
+    if roof > timeout:
+        raise ForgeInputError("--timeout", f"{problem.short()} takes at least {fmt_seconds(roof)} on {target.name} "
+                                           f"(its roofline bound), so no variant can finish within --timeout "
+                                           f"{timeout:g} s; raise --timeout or give a smaller shape")
+
+
 def dtype_the_target_takes(settings: TuneSettings) -> list[str]:
     """Where the settings' dtype (float32 when none was given) is one the target does not take for
     the op, the dtypes it does take, in the op's order; else nothing. A run with no --dtype then
@@ -280,7 +291,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
                       "of a CUDA target without a GPU", highlight=False)
     check_placement(settings.devices, settings.executor, backend, settings.ray_address)
     if settings.executor == "local":
-        refuse_device_without_one(settings.measure, backend.measure_available())
+        can_measure = backend.measure_available()
+        refuse_device_without_one(settings.measure, can_measure)
+        if can_measure[0] and settings.measure != "model":
+            refuse_past_timeout(problem, target, settings.timeout)
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 

@@ -595,3 +595,13 @@ def test_a_cpu_run_with_measure_model_is_unchecked_and_not_banked(tmp_path, monk
     run = tune(settings(tmp_path, measure="model", trials=2, top_k=0, bank=True), console=con)
     assert "tuning bank: not updated: no variant's output was checked in this run (--measure model" in con.export_text()
     assert any(ln.startswith("correctness: not checked") for ln in headline(build_leaderboard(run)))
+
+
+def test_a_shape_whose_roofline_exceeds_the_timeout_is_refused_before_anything_is_built(tmp_path):
+    """Attention at S = 10^6 on this CPU needs hours by its roofline alone: every variant would
+    time out in turn, so the run is refused up front, naming --timeout."""
+    with pytest.raises(ForgeInputError, match=r"--timeout: attention\[.*\] float32 takes at least .* h on cpu \(its roofline "
+                                              r"bound\), so no variant can finish within --timeout 60 s"):
+        tune(settings(tmp_path, op="attention", shape={"B": 1, "H": 8, "S": 1_000_000, "D": 64}, timeout=60.0),
+             console=QUIET)
+    assert not (tmp_path / "run").exists()

@@ -45,8 +45,10 @@ def plural(n: int, noun: str) -> str:
 def fmt_seconds(t: float | None) -> str:
     if t is None:
         return "—"
-    for unit, scale in (("s", 1.0), ("ms", 1e-3), ("µs", 1e-6)):
-        if t >= scale:
+    # (unit, its seconds, from how many seconds it is used): 90 s, 12.5 min, 2.86 h, not 1.03e+04 s
+    for unit, scale, start in (("h", 3600.0, 7200.0), ("min", 60.0, 600.0), ("s", 1.0, 1.0), ("ms", 1e-3, 1e-3),
+                               ("µs", 1e-6, 1e-6)):
+        if t >= start:
             return f"{t / scale:.3g} {unit}"
     return f"{t * 1e9:.3g} ns"
 
