@@ -107,7 +107,8 @@ def tune(
     sampler: Optional[str] = typer.Option(None, help=sampler_choices()),
     sampler_options: Optional[str] = typer.Option(None, help="the sampler's own options, e.g. path_floor=0.75,"
                                                   "acquisition=ei (a wrong name lists the allowed ones)"),
-    seed: Optional[int] = typer.Option(None),
+    seed: Optional[int] = typer.Option(None, help="seeds the search and the inputs (default 0): the same seed "
+                                                  "proposes the same variants"),
     executor: Optional[str] = typer.Option(None, help="local | ray"),
     ray_address: Optional[str] = typer.Option(None, help="with --executor ray: join this Ray cluster (default: "
                                                          "RAY_ADDRESS, else the cluster `ray start` runs on this machine, else a local one)"),

@@ -262,7 +262,10 @@ def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> t
         if others:
             raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
                                            f"allowed there: {', '.join(others)}")
-        raise ForgeInputError("op", f"{problem.short()} is not supported on {target.name}: {why_not}")
+        # a reason about one dimension ("D=72 is not a multiple of 16") names that dimension
+        dim = why_not.split("=", 1)[0]
+        raise ForgeInputError(f"shape.{dim}" if dim in problem.shape else "op",
+                              f"{problem.short()} is not supported on {target.name}: {why_not}")
     too_big = backend.too_big(problem, here=settings.executor == "local")
     if too_big:
         raise ForgeInputError("shape", too_big)

@@ -280,3 +280,12 @@ def test_version():
 
     res = CliRunner().invoke(app, ["--version"])
     assert res.exit_code == 0 and res.output.strip() == f"forge {__version__}"
+
+
+def test_a_target_refusing_one_dimension_names_it():
+    from forge.tuner import checked_problem
+
+    s = TuneSettings(op="attention", target="ascend910b2", dtype="float16",
+                     shape={"B": 1, "Hq": 2, "Hkv": 1, "S": 64, "D": 72})
+    with pytest.raises(ForgeInputError, match=r"^shape\.D: .* D=72 is not a multiple of 16"):
+        checked_problem(s)

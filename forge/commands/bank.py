@@ -17,7 +17,8 @@ bank_app = typer.Typer(help="Tuning bank: best config per (op, shape, dtype, att
 
 
 @bank_app.command("show")
-def show(op: Optional[str] = typer.Option(None, "--op"), target: Optional[str] = typer.Option(None, "--target")) -> None:
+def show(op: Optional[str] = typer.Option(None, "--op", help="only this operator's entries"),
+         target: Optional[str] = typer.Option(None, "--target", help="only this target's entries")) -> None:
     """List the banked configs and the hit/add/update counters."""
     from forge.ops import get_op
     from forge.targets import get_target
