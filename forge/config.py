@@ -78,6 +78,11 @@ class TuneSettings(SearchOptions):
     out: Path | None = None
 
 
+def shape_folder(out: Path, i: int) -> Path:
+    """Where a config of several shapes writes the run of its i-th shape."""
+    return Path(out) / f"shape{i}"
+
+
 class TuneConfig(SearchOptions):
     """The YAML search config: like TuneSettings, with a list of shapes."""
 
@@ -92,7 +97,7 @@ class TuneConfig(SearchOptions):
         for i, shape in enumerate(self.shapes):
             folder = None
             if self.out is not None:
-                folder = self.out / f"shape{i}" if many else self.out
+                folder = shape_folder(self.out, i) if many else self.out
             out.append(TuneSettings(**base, shape=shape, out=folder))
         return out
 

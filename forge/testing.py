@@ -27,6 +27,11 @@ _FAULTS: dict[str, tuple[str, str]] = {
 }
 
 
+def matches(variant: Variant, partial: dict[str, Any]) -> bool:
+    """Whether the variant's config holds every name=value of `partial` (how a test picks variants)."""
+    return all(variant.config.get(k) == v for k, v in partial.items())
+
+
 def plant_fault(kernel: str, kind: str) -> str:
     """Rename the kernel and wrap it with the fault's statements."""
     before, after = _FAULTS[kind]
@@ -45,10 +50,7 @@ class FaultyCpuBackend(CpuBackend):
         self.faults = {k: dict(v) for k, v in faults.items()}
 
     def fault_for(self, variant: Variant) -> str | None:
-        for kind, partial in self.faults.items():
-            if all(variant.config.get(k) == v for k, v in partial.items()):
-                return kind
-        return None
+        return next((kind for kind, partial in self.faults.items() if matches(variant, partial)), None)
 
     def generate(self, variant: Variant) -> Source:
         src = super().generate(variant)
@@ -225,16 +227,13 @@ class DyingSlotCpuBackend(CpuBackend):
         self.raises, self.made_in = dict(raises or {"__none__": 1}), os.getpid()
 
     def check(self, variant: Variant):
-        if os.getpid() != self.made_in and all(variant.config.get(k) == v for k, v in self.raises.items()):
+        if os.getpid() != self.made_in and matches(variant, self.raises):
             raise RuntimeError("check failed in the slot")
         return super().check(variant)
 
     def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
-        def has(partial: dict[str, Any]) -> bool:
-            return all(variant.config.get(k) == v for k, v in partial.items())
-
         marker = os.path.join(self.marker_dir, f"died-{variant.key()}")
-        if has(self.always) or (has(self.once) and not os.path.exists(marker)):
+        if matches(variant, self.always) or (matches(variant, self.once) and not os.path.exists(marker)):
             open(marker, "w").close()
             os._exit(1)
         return super().run(artifact, variant, **kwargs)

@@ -21,10 +21,10 @@ from rich.console import Console
 from rich.markup import escape
 
 from forge.backends import get_backend, target_code
-from forge.backends.base import BASELINE_NAMES, Backend, unchecked
+from forge.backends.base import BASELINE_NAMES, NOT_CHECKED, Backend, unchecked
 from forge.bank import (BANK_ERRORS, bank_count, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
-from forge.config import RESULTS_DIR, TuneSettings, pydantic_error
+from forge.config import RESULTS_DIR, TuneSettings, pydantic_error, shape_folder
 from forge.errors import ForgeInputError, read_json, writing
 from forge.executor import Executor, Job, Outcome, check_placement, make_executor, refuse_device_without_one
 from forge.ops import get_op
@@ -154,9 +154,9 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
         hint = ""
         if (Path(run_dir) / BENCH_FILE).is_file():
             hint = f"; it is a bench folder: its cases' runs are in {Path(run_dir) / CASES_DIR}/<case>"
-        elif (Path(run_dir) / "shape0" / RUN_FILE).is_file():
+        elif (shape_folder(run_dir, 0) / RUN_FILE).is_file():
             hint = (f"; it is the folder of a config's shapes: run the same `forge tune --config … --out {run_dir}` "
-                    f"again to continue them all, or resume one: forge tune --resume {Path(run_dir) / 'shape0'}")
+                    f"again to continue them all, or resume one: forge tune --resume {shape_folder(run_dir, 0)}")
         elif holds_runs(Path(run_dir)):
             hint = f"; it holds run or bench folders: `forge runs {run_dir}` lists them"
         raise ForgeInputError("run", f"{run_dir} is not a forge run folder (no {RUN_FILE}){hint}")
@@ -334,8 +334,7 @@ def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: 
             raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
         run_id = store.get_meta("run_id") or run_dir.name
         store.set_meta("run_id", run_id)
-        ctx = Context(settings, problem, backend, run_dir, store, console, run_id)
-        ctx.fresh_patience = fresh_patience
+        ctx = Context(settings, problem, backend, run_dir, store, console, run_id, fresh_patience=fresh_patience)
         if settings.executor == "ray":
             where = settings.ray_address or os.environ.get("RAY_ADDRESS") or "a local cluster"
             console.print(f"[dim]ray: {escape(where)}, {plural(settings.devices, 'device slot')}…[/dim]")
@@ -616,13 +615,19 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     ctx.console.print(f"search stopped ({final_reason}) after {_variants(ctx.evaluated)}")
 
 
+def _unconfirmed(ctx: Context) -> bool:
+    """A measured run without a final re-measure (--top-k 0): its best is the luckiest of its
+    search-time draws, never timed again."""
+    return ctx.measured and ctx.settings.top_k == 0
+
+
 def _search_depth(ctx: Context, reason: str, valid: int) -> int:
     """The search the bank may credit this run with: none for a restricted space or a bank hit,
     the whole space where the search covered it, the trials asked for where it ran to them or
     judged it had converged (patience), else what it evaluated (a time budget). A measured run
     without a final re-measure (--top-k 0) is credited none: its best is the luckiest of many
     search-time draws, fit to warm-start a search, not to stand in for one."""
-    if ctx.settings.space or reason == "bank hit" or (ctx.measured and ctx.settings.top_k == 0):
+    if ctx.settings.space or reason == "bank hit" or _unconfirmed(ctx):
         return 0
     if reason == "space exhausted":
         return valid
@@ -700,12 +705,11 @@ def _offer_to_bank(ctx: Context) -> None:
     checked = [r for r in recs if not unchecked(r.extra)]
     if recs and not checked:
         ctx.console.print("tuning bank: not updated: no variant's output was checked in this run "
-                          f"({escape(str(recs[0].extra.get('correctness', '')).removeprefix('not checked: '))})")
+                          f"({escape(str(recs[0].extra.get('correctness', '')).removeprefix(f'{NOT_CHECKED}: '))})")
     recs = checked
     if recs:
         try:
-            said = offer_summary(bank_offer(recs, searched=ctx.search_depth,
-                                            confirmed=not (ctx.measured and ctx.settings.top_k == 0)))
+            said = offer_summary(bank_offer(recs, searched=ctx.search_depth, confirmed=not _unconfirmed(ctx)))
         except BANK_ERRORS as exc:   # the run is complete and recorded; only the bank missed it
             said = f"not updated ({exc}); the run's results are all in {ctx.run_dir}"
         ctx.console.print(f"tuning bank: {escape(said)} ({escape(str(bank_path()))})")

@@ -146,20 +146,18 @@ def summarize(rows: list[dict[str, Any]]) -> dict[str, Any]:
     """Pass rate, geomean speedup, fast_p, gated mean SOL score over `rows` (unsupported count as failed)."""
     n = len(rows)
     passed = [r for r in rows if r["status"] == "PASSED"]
-    # a passed case with no baseline has no speedup: fast_p leaves it out rather than count it failed
-    speedups = [r["speedup"] if r["status"] == "PASSED" else None for r in rows
-                if r["status"] != "PASSED" or r["speedup"] is not None]
+    # A passed case with no baseline has neither a speedup nor a SOL score (both need T_b): fast_p
+    # and the mean SOL score leave it out rather than count it failed. cann-bench instead stands in
+    # max(10 T_HW, 10 us) for a missing baseline (scores.hap), so its score keeps such cases.
+    scored = [r for r in rows if r["status"] != "PASSED" or r["t_b"] is not None]
+    speedups = [r["speedup"] if r["status"] == "PASSED" else None for r in scored]
     out = {"cases": n, "supported": sum(1 for r in rows if r["status"] != UNSUPPORTED), "passed": len(passed),
            "not_run": sum(1 for r in rows if r["status"] == NOT_RUN),
            "pass_rate": len(passed) / n if n else None,
            "geomean_speedup": scores.geomean_speedup(speedups),
            "geomean_time": scores.geomean(r["time"] for r in passed),
            "fast_p": {str(p): scores.fast_p(speedups, p) for p in scores.FAST_P},
-           # SOL-ExecBench scores against T_b: a passed case with no baseline has no score either, and
-           # is left out of the mean rather than counted as a failure; cann-bench instead stands in
-           # max(10 T_HW, 10 us) for a missing baseline (scores.hap), so its score keeps such cases
-           "mean_sol_score": scores.gated_mean([r["sol_score"] if r["status"] == "PASSED" else None
-                                                for r in rows if r["status"] != "PASSED" or r["t_b"] is not None]),
+           "mean_sol_score": scores.gated_mean([r["sol_score"] if r["status"] == "PASSED" else None for r in scored]),
            "sol_unscored": sum(1 for r in passed if r["t_b"] is None),
            "measured": sum(1 for r in passed if r.get("time_kind") == "measured"),
            "modeled": sum(1 for r in passed if r.get("time_kind") == "modeled"),
@@ -172,14 +170,18 @@ def bench_state(bench_dir: Path, case_rows: list[dict[str, Any]], command: str |
     bench must not read as the suite's result. `line` is empty for a finished one."""
     cases, finished = len(case_rows), sum(1 for r in case_rows if r["finished"])
     holder = folder_holder(bench_dir)
+    # `detail` says the same as `line` without its capital heading, for a caller that gives it a
+    # heading of its own (forge compare: "A is not finished: ...")
     if holder is not None:
-        line = f"BENCH IN PROGRESS ({holder_text(holder)}): {finished} of {cases} cases finished so far"
+        so_far = f"{finished} of {cases} cases finished so far"
+        line, detail = f"BENCH IN PROGRESS ({holder_text(holder)}): {so_far}", f"still going ({holder_text(holder)}): {so_far}"
     elif finished < cases:
-        line = (f"BENCH NOT FINISHED: {finished} of {cases} cases finished (the others were not reached or "
-                f"failed); {continue_hint(command)}")
+        detail = (f"{finished} of {cases} cases finished (the others were not reached or failed); "
+                  f"{continue_hint(command)}")
+        line = f"BENCH NOT FINISHED: {detail}"
     else:
-        line = ""
-    return {"cases": cases, "finished": finished, "holder": holder, "line": line}
+        line = detail = ""
+    return {"cases": cases, "finished": finished, "holder": holder, "line": line, "detail": detail}
 
 
 def build_board(bench_dir: str | Path) -> dict[str, Any]:

@@ -57,6 +57,8 @@ def compare(
 
 
 def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
+    from forge.report.compare import KINDS_DIFFER
+
     a, b = cmp["a"], cmp["b"]
     con.print(f"{Problem(**a['problem']).short()} on {a['target']}", highlight=False)
     rows = [(name, r["path"], str(r["sampler"]), f"{r['evaluations']} ({r['ok']})",
@@ -65,7 +67,7 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
              config_text(r.get("config"))) for name, r in (("A", a), ("B", b))]
     print_fitted(con, ("", "run", "sampler", "evaluations (ok)", "best", "found at", "× unfused", "× vendor", "config"),
                  rows, keys=("", "run"), wrap=("run", "config"))
-    if cmp["kinds_differ"]:
+    if cmp["verdict"] == KINDS_DIFFER:
         con.print(f"not compared: A's time is {a['time_kind']} and B's {b['time_kind']}; forge does not set one kind "
                   "against the other (tune both the same way: --measure)", highlight=False)
         return
@@ -75,6 +77,8 @@ def _print_runs(con: Console, cmp: dict[str, Any]) -> None:
 
 
 def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
+    from forge.report.compare import KINDS_DIFFER
+
     for name in ("A", "B"):
         about = cmp[name.lower()]
         con.print(f"{name}: {about['path']} (suite {about.get('suite', '?')}, {about['target']}, sampler "
@@ -83,8 +87,7 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
                   + ("" if about.get("bank", True) else ", --no-bank") + ")", highlight=False)
         if about.get("unfinished"):
             other = "B" if name == "A" else "A"
-            state = about["unfinished"].removeprefix("BENCH NOT FINISHED: ").replace("BENCH IN PROGRESS", "still going")
-            con.print(f"[yellow]{name} is not finished[/yellow]: {escape(state)}; its cases not "
+            con.print(f"[yellow]{name} is not finished[/yellow]: {escape(about['unfinished'])}; its cases not "
                       f"reached count as '{other} only'", soft_wrap=True)
     if cmp.get("settings_differ"):
         con.print(f"[yellow]other settings differ[/yellow]: {escape('; '.join(cmp['settings_differ']))}",
@@ -111,7 +114,7 @@ def _print_benches(con: Console, cmp: dict[str, Any], show_all: bool) -> None:
         shape = ",".join(f"{k}={v}" for k, v in r["shape"].items())
         cases.append((f"{r['name']} {r['case_id']}", f"{r['op']} [{shape}] {r['dtype']}",
                       _case_time(r["a"]), _case_time(r["b"]),
-                      _x(r["ratio"]), "not compared: one measured, one modeled" if r["kinds_differ"] else r["verdict"]))
+                      _x(r["ratio"]), "not compared: one measured, one modeled" if r["verdict"] == KINDS_DIFFER else r["verdict"]))
     print_fitted(con, ("case", "problem", "A", "B", "B/A", "faster"), cases, keys=("case", "problem"),
                  wrap=("problem",), right=("A", "B", "B/A"),
                  title=f"cases ({'all' if show_all else 'ties left out'}), B faster first")

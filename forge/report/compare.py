@@ -23,7 +23,8 @@ from forge.report import scores
 
 
 # a case's verdict: the faster bench, a tie, or which bench alone has a correct kernel
-VERDICTS = ("A", "B", "tie", "A only", "B only", "neither", "kinds differ")
+KINDS_DIFFER = "kinds differ"     # one time measured, the other modeled: not compared
+VERDICTS = ("A", "B", "tie", "A only", "B only", "neither", KINDS_DIFFER)
 
 
 def _board(path: Path, field: str) -> dict[str, Any]:
@@ -50,14 +51,13 @@ def verdict(a: dict[str, Any], b: dict[str, Any]) -> str:
 
 
 def _outcome(a: dict[str, Any], b: dict[str, Any], a_ok: bool, b_ok: bool) -> dict[str, Any]:
-    """Ratio B/A, verdict and whether the two times are of different kinds (measured, modeled). A
-    measured time is not set against a modeled one (ARCHITECTURE.md, measurement rules): such a
-    pair has no ratio and no faster side."""
+    """Ratio B/A and verdict. A measured time is not set against a modeled one (ARCHITECTURE.md,
+    measurement rules): such a pair has no ratio and the verdict "kinds differ"."""
     if a_ok and b_ok:
         if a["time_kind"] != b["time_kind"]:
-            return {"ratio": None, "verdict": "kinds differ", "kinds_differ": True}
-        return {"ratio": b["time"] / a["time"], "verdict": verdict(a, b), "kinds_differ": False}
-    return {"ratio": None, "verdict": "A only" if a_ok else "B only" if b_ok else "neither", "kinds_differ": False}
+            return {"ratio": None, "verdict": KINDS_DIFFER}
+        return {"ratio": b["time"] / a["time"], "verdict": verdict(a, b)}
+    return {"ratio": None, "verdict": "A only" if a_ok else "B only" if b_ok else "neither"}
 
 
 def _about(path: str | Path, board: dict[str, Any]) -> dict[str, Any]:
@@ -66,7 +66,7 @@ def _about(path: str | Path, board: dict[str, Any]) -> dict[str, Any]:
     return {"path": str(path), "suite": board["suite"], "target": board["target"],
             "budget_per_case": board.get("budget_per_case"), "sampler": options.get("sampler"),
             "seed": options.get("seed"), "bank": options.get("bank") is not False,
-            "unfinished": board["state"]["line"], "options": options}
+            "unfinished": board["state"]["detail"], "options": options}
 
 
 def settings_differ(a: dict[str, Any], b: dict[str, Any]) -> list[str]:
@@ -134,7 +134,7 @@ def _summary(name: str, rows: list[dict[str, Any]]) -> dict[str, Any]:
             "geomean_speedup_b": scores.geomean_speedup([r["b"]["speedup"] for r in both]),
             "a_faster": count["A"], "b_faster": count["B"], "ties": count["tie"],
             "a_only": count["A only"], "b_only": count["B only"], "neither": count["neither"],
-            "kinds_differ": count["kinds differ"]}
+            "kinds_differ": count[KINDS_DIFFER]}
 
 
 def _best(path: Path, which: str) -> dict[str, Any]:

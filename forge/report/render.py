@@ -30,6 +30,7 @@ CONFIG_MIN_WIDTH = 32
 # A re-measured row whose interquartile range exceeds this share of its median was disturbed.
 DISTURBED_SPREAD = 0.5
 
+
 def _x(v: float | None) -> str:
     return f"{v:.2f}×" if v else "—"
 
