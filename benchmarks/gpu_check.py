@@ -51,8 +51,14 @@ def main() -> int:
     ap.add_argument("--target", default=os.environ.get("FORGE_GPU_TARGET", "h100"))
     ap.add_argument("--per-op", type=int, default=4)
     ap.add_argument("--reps", type=int, default=30)
+    ap.add_argument("--ops", default="", help="only these ops, comma-separated (default: all)")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "forge-gpu-check"))
     a = ap.parse_args()
+    ops = {o for o in a.ops.split(",") if o}
+    unknown = ops - {c[0] for c in CASES}
+    if unknown:
+        ap.error(f"--ops: no case of {', '.join(sorted(unknown))}; the cases' ops: "
+                 f"{', '.join(sorted({c[0] for c in CASES}))}")
     be = get_backend(a.target, measure="device")
     ok, why = be.measure_available()
     if not ok:
@@ -62,6 +68,8 @@ def main() -> int:
     t0 = time.time()
     rows = []
     for op, shape, dtype, attrs in CASES:
+        if ops and op not in ops:
+            continue
         p = get_op(op).problem(shape, dtype, attrs)
         variants = [Variant(p, a.target, c) for c in pick(be, p, a.per_op)]
         with ThreadPoolExecutor(os.cpu_count() or 4) as ex:
@@ -71,7 +79,7 @@ def main() -> int:
             m = be.run(art, v, seed=1, warmup=10, reps=a.reps, timeout=120)
             med = sorted(m.timings)[len(m.timings) // 2] if m.timings else None
             rows.append((p.short(), v.config_str(), m.status, med, be.model(v), art.resources.get("regs"),
-                         art.resources.get("blocks_per_sm"), (m.reason or "")[:60]))
+                         art.resources.get("blocks_per_sm"), m.reason or ""))
             if m.status == "ok" and (best is None or med < best):
                 best = med
         for name, label, m in measure_torch(p, seed=1, reps=a.reps, timeout=300):
@@ -79,6 +87,8 @@ def main() -> int:
             rows.append((p.short(), label, "torch", med, None, None, None,
                          f"forge best / torch = {best / med:.2f}" if best else ""))
         print(f"[{time.time() - t0:6.1f} s] {p.short()}", flush=True)
+    reasons = [f"  {r[0]} {r[1]}: {r[7]}" for r in rows if r[2] != "torch" and r[7]]
+    rows = [(*r[:7], r[7] if r[2] == "torch" else r[7][:60]) for r in rows]
     hdr = ("problem", "variant", "status", "measured", "modeled", "regs", "blk/SM", "note")
     w = [max(len(str(r[i] if not isinstance(r[i], float) else f"{r[i] * 1e6:.1f} us")) for r in rows + [hdr])
          for i in range(len(hdr))]
@@ -86,6 +96,8 @@ def main() -> int:
     print(" | ".join(h.ljust(n) for h, n in zip(hdr, w)))
     for r in rows:
         print(" | ".join(fmt(x).ljust(n) for x, n in zip(r, w)))
+    if reasons:
+        print("reasons in full:", *reasons, sep="\n")
     bad = [r for r in rows if r[2] in ("incorrect", "runtime_error", "timeout")]
     print(f"{len(rows)} rows in {time.time() - t0:.0f} s; {len(bad)} incorrect/failed")
     return 1 if bad else 0

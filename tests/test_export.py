@@ -100,3 +100,32 @@ def test_check_py_reads_the_device_output_in_the_problem_dtype(tmp_path):
             (tmp_path / out).write_bytes(raw)
             res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
             assert (res.returncode == 0) == ok, (dtype, shift, res.stdout, res.stderr)
+
+
+def test_check_py_allows_a_long_float32_sum_its_rounding_as_forge_does(tmp_path):
+    """A float32 matmul at K=4096 exported to a GPU: check.py accepts the rounding of a correct
+    kernel's sums (forge's accumulation allowance) and still fails a value a product off."""
+    import subprocess
+    import sys
+
+    from forge.commands.show import _check_files
+
+    backend = get_backend("h200", measure="model")
+    op = get_op("matmul")
+    p = op.problem({"M": 4, "N": 512, "K": 4096}, "float32")
+    v = first_valid(backend, p)
+    x = op.make_inputs(p, 0)
+    want = op.reference(p, x).astype(np.float32)
+    files = _check_files(v, backend, {"expected_c.f32": want.tobytes()}, "#!/bin/bash\n./run\n")
+    (tmp_path / "check.py").write_text(files["check.py"])
+    want.tofile(tmp_path / "expected_c.f32")
+    out, _ = backend.export_output(v)
+    rms = float(np.sqrt(np.mean(want[2].astype(np.float64) ** 2)))
+    j = int(np.argmin(np.abs(want[2])))
+    for shift, ok in ((4 * 2.0 ** -24 * 64 * rms, True), (0.05, False)):
+        got = want.copy()
+        got[2, j] += shift
+        got.tofile(tmp_path / out)
+        res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
+        assert (res.returncode == 0) == ok, (shift, res.stdout, res.stderr)
+        assert "rms(row)" in res.stdout + res.stderr

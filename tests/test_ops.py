@@ -87,6 +87,26 @@ def test_check_flags_nan_and_wrong_values():
     assert not m.ok and "row 3 col 1" in m.reason
 
 
+def test_a_long_float32_sum_may_be_off_by_its_rounding_but_not_by_a_lost_product():
+    """float32 matmul at K=4096: a correct kernel's sequential float32 sums miss the flat 2e-4 bound
+    where the expected value is near 0 (seen on an H200); that much is accepted, a product left out
+    of the sum is not."""
+    op = get_op("matmul")
+    p = op.problem({"M": 4, "N": 512, "K": 4096}, "float32")
+    x = op.make_inputs(p, 0)
+    ref = op.reference(p, x)
+    rms = float(np.sqrt(np.mean(ref[2] ** 2)))
+    j = int(np.argmin(np.abs(ref[2])))
+    off = ref.copy(); off[2, j] += 4 * 2.0 ** -24 * 64 * rms        # 4 u·√K·rms: the sums' worst seen
+    assert abs(ref[2, j]) < 0.5 and 4 * 2.0 ** -24 * 64 * rms > 2e-4 + 2e-4 * abs(ref[2, j])
+    assert op.check(p, x, off).ok
+    lost = ref.copy(); lost[2, j] -= x["a"][2, 7] * x["b"][7, j]     # one product left out
+    m = op.check(p, x, lost)
+    assert abs(x["a"][2, 7] * x["b"][7, j]) > 1e-2 and not m.ok and "rms(row)" in m.reason
+    sm = get_op("softmax")
+    assert sm.accumulation_allowance(sm.problem({"M": 4, "N": 4096})) == 0.0     # no long dot products
+
+
 def test_the_reference_is_computed_on_one_blas_thread(monkeypatch):
     """BLAS workers keep spinning after a multi-threaded call and steal cores from the next kernel
     timed on this CPU (benchmarks/host_timing_noise.py); the limit must not outlive the check."""

@@ -36,6 +36,9 @@ class Matmul(Op):
             b = b.T
         return a @ b
 
+    def accumulation_length(self, p: Problem) -> int:
+        return p.shape["K"]
+
     def flops(self, p: Problem) -> float:
         return 2.0 * p.shape["M"] * p.shape["N"] * p.shape["K"]
 

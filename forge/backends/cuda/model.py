@@ -52,13 +52,25 @@ def kernel_time(arch: Arch, p: Problem, est: dict[str, Any], regs: int | None = 
     # twice for the same few warps.
     in_flight = min(est["grid_blocks"], occ.blocks_per_sm * arch.sms) * occ.warps_per_block
     fill = min(1.0, in_flight / (arch.sms * k["latency_warps"]))
-    t_memory = est["bytes_moved"] / (t.memory_bandwidth * k["achievable_bw_fraction"] * fill)
+    dram_bytes = est["bytes_moved"] + operand_rereads(arch, est, n_waves)
+    t_memory = dram_bytes / (t.memory_bandwidth * k["achievable_bw_fraction"] * fill)
     body = max(t_compute, t_memory) if est["pipelined"] else max(t_compute, t_memory) + 0.5 * min(t_compute, t_memory)
     total = body + est["launches"] * k["launch_overhead_s"]
-    return total, {"launch_head_s": est["launches"] * k["launch_overhead_s"], "compute_s": t_compute, "math_s": t_math, "smem_s": t_smem, "memory_s": t_memory, "waves": n_waves, "tail_efficiency": round(tail, 4),
+    return total, {"launch_head_s": est["launches"] * k["launch_overhead_s"], "compute_s": t_compute, "math_s": t_math, "smem_s": t_smem, "memory_s": t_memory,
+                   "dram_bytes": dram_bytes, "waves": n_waves, "tail_efficiency": round(tail, 4),
                    "latency_hiding": round(hide, 4), "blocks_per_sm": occ.blocks_per_sm,
                    "binding": list(occ.binding), "regs_used": r, "roofline_s": t.roofline_seconds(
                        get_op(p.op).flops(p), get_op(p.op).min_bytes(p), p.dtype)}
+
+
+def operand_rereads(arch: Arch, est: dict[str, Any], n_waves: int) -> float:
+    """Bytes of a GEMM's B read again after its first read (0 for other kernels). B is streamed once
+    per pass over it (`b_passes`, gemm_common.streamed_operand) unless L2 holds it; the blocks of one
+    wave read the same B panels at about the same time, so it is streamed at most once per wave."""
+    b = est.get("b_bytes", 0.0)
+    if not b or b <= arch.l2_bytes * constants()["l2_resident_fraction"]:
+        return 0.0
+    return b * (max(1.0, min(est["b_passes"], n_waves)) - 1.0)
 
 
 def _step(arch: Arch, dtype: str, flops: float, nbytes: float, tensor: bool) -> float:

@@ -4,7 +4,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.generators.cuda.gemm_common import (gemm_consts, gemm_emulation_shape, gemm_io, padded_flops,
-                                               split_k_bytes, split_k_rule, tile_rule, tiles)
+                                               split_k_bytes, split_k_rule, streamed_operand, tile_rule, tiles)
 from forge.generators.cuda.plan import (ELT, SMEM_PAD, Plan, cdiv, common_header, config_header, load_space_values,
                                         render)
 from forge.ops.matmul import Matmul
@@ -89,15 +89,12 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     n_tiles = int(tiles(c, p))
     smem = int(smem_bytes(c, p))
     buffers, launches = gemm_io(p, c, "forge_gemm", n_tiles, int(threads(c)), smem)
-    # DRAM traffic: A is re-read once per column of tiles and B once per row of tiles unless L2 holds
-    # them; grouped rasterisation keeps GROUP_M rows of tiles' B in L2 (an estimate).
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
-    # The output is written once whatever the rasterisation: only the operands are re-read.
-    operands = (s["M"] * s["K"] + s["K"] * s["N"]) * elt
-    reread = max(1.0, tn / max(1, c["group_m"] * 4)) if arch.l2_bytes < operands else 1.0
+    # DRAM traffic: each operand and the output once, the split-K partials, and B's re-reads, which
+    # the model charges from `streamed_operand` (they depend on the blocks resident at once)
     est = {"threads": int(threads(c)), "smem": smem, "est_regs": int(acc_regs(c)) + REG_OVERHEAD,
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) + operands * (reread - 1) + split_k_bytes(p, c), "tensor_core": True,
+           "bytes_moved": op.min_bytes(p) + split_k_bytes(p, c), **streamed_operand(p, c, elt), "tensor_core": True,
            # element-wise copies are synchronous: loads no longer overlap the math
            "pipelined": a_vec > 1 and b_vec > 1,
            "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),

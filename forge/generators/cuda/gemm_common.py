@@ -80,6 +80,16 @@ def split_k_bytes(p: Problem, c: dict[str, Any]) -> float:
     return 2 * c["split_k"] * p.shape["M"] * p.shape["N"] * ELT["float32"] if c["split_k"] > 1 else 0
 
 
+def streamed_operand(p: Problem, c: dict[str, Any], elt: int) -> dict[str, float]:
+    """The operand traffic the model charges beyond one read (model.py `operand_rereads`). A row of
+    output tiles runs in consecutive blocks, so its A panel (BLOCK_M x K) stays in L2 while the row
+    runs and A is read once; B is streamed once per row of tiles, or per GROUP_M rows with grouped
+    rasterisation, unless L2 holds all of it."""
+    s = p.shape
+    return {"b_bytes": float(s["K"] * s["N"] * elt),
+            "b_passes": cdiv(s["M"], c["block_m"]) / c.get("group_m", 1)}
+
+
 def padded_flops(p: Problem, c: dict[str, Any]) -> float:
     """FLOPs the tiles execute, padding included."""
     s = p.shape

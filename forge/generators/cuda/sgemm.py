@@ -11,7 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from forge.generators.cuda.gemm_common import (gemm_consts, gemm_emulation_shape, gemm_io, padded_flops,
-                                               split_k_bytes, split_k_rule, tile_rule, tiles)
+                                               split_k_bytes, split_k_rule, streamed_operand, tile_rule, tiles)
 from forge.generators.cuda.plan import ELT, Plan, cdiv, common_header, config_header, load_space_values, render
 from forge.ops.matmul import Matmul
 from forge.problem import Problem
@@ -74,13 +74,10 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     n_tiles = int(tiles(c, p))
     buffers, launches = gemm_io(p, c, "forge_sgemm", n_tiles, int(threads(c)), 0)
     tm, tn = cdiv(s["M"], c["block_m"]), cdiv(s["N"], c["block_n"])
-    # A is re-read once per column of tiles and B once per row of tiles unless L2 holds them
-    # (the output is written once: only the operands are re-read)
-    operands = (s["M"] * s["K"] + s["K"] * s["N"]) * F32
-    reread = max(1.0, min(tm, tn) / 4) if arch.l2_bytes < operands else 1.0
+    # DRAM traffic as the tensor-core GEMM's (gemm.py), rows of tiles in launch order
     est = {"threads": int(threads(c)), "smem": int(smem_bytes(c)), "est_regs": int(regs(c)),
            "grid_blocks": n_tiles * c["split_k"], "flops_executed": padded_flops(p, c),
-           "bytes_moved": op.min_bytes(p) + operands * (reread - 1) + split_k_bytes(p, c), "tensor_core": False,
+           "bytes_moved": op.min_bytes(p) + split_k_bytes(p, c), **streamed_operand(p, c, F32), "tensor_core": False,
            # loads are synchronous (registers -> shared memory, then a barrier): no overlap with the math
            "pipelined": False, "min_blocks": c["min_blocks"], "launches": len(launches), "tiles": (tm, tn),
            "smem_bytes_per_flop": (c["thread_m"] + c["thread_n"]) * F32 / (2.0 * c["thread_m"] * c["thread_n"])}
