@@ -162,6 +162,20 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     assert '<p class="note" id="unscored">1 passed case without a baseline left out' in render_html(board)
 
 
+def test_a_bench_folder_copied_elsewhere_reads_as_it_did(tmp_path, fake_tuner):
+    """A bench run on a GPU node and copied back to a laptop: its cases are found in the copy (their
+    markers named the node's folder, so every case read as never run)."""
+    import shutil
+
+    fake_tuner(PLAN)
+    run_bench(make_suite(), "cpu", tmp_path / "node")
+    before = {r["case_id"]: (r["status"], r["time"]) for r in build_board(tmp_path / "node")["cases"]}
+    shutil.copytree(tmp_path / "node", tmp_path / "laptop")
+    shutil.rmtree(tmp_path / "node")
+    after = {r["case_id"]: (r["status"], r["time"]) for r in build_board(tmp_path / "laptop")["cases"]}
+    assert after == before and after["8"][0] == "PASSED"
+
+
 def test_bench_resumes_and_skips_finished(tmp_path, fake_tuner):
     tuner = fake_tuner(PLAN)
     run_bench(make_suite(), "cpu", tmp_path)
@@ -625,3 +639,23 @@ def test_a_long_reason_is_cut_at_a_word_and_marked():
 
     assert clip("x" * 300, 20) == "x" * 18 + " …"                  # one word longer than the width
     assert clip("a\nb", 20) == "a b"
+
+
+def test_a_report_names_the_hosts_that_measured_the_times(tmp_path):
+    """A run measured on a GPU node and read on a laptop: the report says where its times were taken
+    (it said "on this machine")."""
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import headline
+
+    run = _run_folder(tmp_path / "r", [30, 12], {"M": 8, "N": 64}, "forge")
+    info = json.loads((run / "run.json").read_text())
+    (run / "run.json").write_text(json.dumps({**info, "measured": True}))
+    store = Store.for_run(run)
+    store.add(Record(run_id="r", variant_key="v9", op="softmax", shape={"M": 8, "N": 64}, dtype="float32",
+                     target="cpu", config={"tile": 9}, status="ok", timings=[40 * US] * 3, trial=2,
+                     time_kind="measured", host="gpu-node-7"))
+    store.close()
+    here = Record(run_id="r", variant_key="x", op="softmax", shape={}, dtype="float32", target="cpu", config={},
+                  status="ok").host
+    lines = headline(build_leaderboard(run))
+    assert f"times are MEASURED on 2 hosts ({', '.join(sorted([here, 'gpu-node-7']))})" in "\n".join(lines)

@@ -65,7 +65,7 @@ def convergence(records: list[Record]) -> list[tuple[int, float]]:
 def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str, Any]:
     cdir = bench_dir / CASES_DIR / case["key"]
     marker = read_marker(cdir) or {}
-    run_dir = Path(marker.get("run_dir") or cdir)
+    run_dir = cdir     # the case's run is its folder, wherever the bench folder has been moved or copied
     records = _load_records(run_dir) if run_dir.is_dir() else []
     row: dict[str, Any] = {k: case[k] for k in ("key", "source", "source_name", "source_id", "case_id", "op",
                                                   "shape", "dtype", "attrs", "axes", "notes", "tolerance")}

@@ -162,7 +162,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
             counts["skipped"] += 1
             say(f"[{i}/{len(suite.cases)}] {case.key}: finished earlier, skipped")
             if not (marker and marker.get("done")):        # the run finished outside this loop
-                (cdir / CASE_MARKER).write_text(json.dumps({"case": case.as_dict(), "done": True, "run_dir": str(cdir)}))
+                (cdir / CASE_MARKER).write_text(json.dumps({"case": case.as_dict(), "done": True}))
             continue
         tuner = tuner or _tuner()
         cdir.mkdir(parents=True, exist_ok=True)
@@ -181,7 +181,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                     + time_left(spent, len(suite.cases) - i + 1))
                 run_dir = tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
                                                   dict(options or {})))
-            record |= {"done": True, "run_dir": str(run_dir)}
+            record |= {"done": True}
             counts["tuned"] += 1
         except KeyboardInterrupt:
             say(f"interrupted: {continue_hint(command)} (finished cases are skipped, this one resumes)")

@@ -48,6 +48,7 @@ class Leaderboard:
     failures: list[dict[str, Any]]
     convergence: list[tuple[int, float]]
     remeasure: Shift | None = None
+    hosts: list[str] = field(default_factory=list)     # where the measured times were taken
 
     @property
     def measured(self) -> bool:
@@ -59,7 +60,7 @@ class Leaderboard:
 
     def to_dict(self) -> dict[str, Any]:
         return {"run_dir": self.run_dir, "problem": self.info.get("problem"), "target": self.info.get("target"),
-                "measured": self.measured, "measure_note": self.info.get("measure_note", ""),
+                "measured": self.measured, "measured_on": self.hosts, "measure_note": self.info.get("measure_note", ""),
                 "roofline_seconds": self.info.get("roofline_seconds"),
                 "space": self.info.get("space"), "baselines": self.baselines,
                 "rows": [asdict(r) for r in self.rows], "status_counts": self.status_counts,
@@ -131,8 +132,9 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
             best = r.median
         if best is not None:
             convergence.append((n, best))
+    hosts = sorted({r.host for r in records if r.time_kind == "measured" and r.host})
     return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence,
-                       shift_of_records(records))
+                       shift_of_records(records), hosts)
 
 
 def tie_ranks(medians: list[float], spreads: list[float]) -> list[int | None]:

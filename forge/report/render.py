@@ -95,6 +95,14 @@ def missing_baselines(lb: Leaderboard) -> list[str]:
     return lines
 
 
+def measured_where(hosts: list[str]) -> str:
+    """Where the times were taken, by host name: a run is often read on another machine than the
+    GPU node or Ray cluster that measured it."""
+    if not hosts:
+        return ""
+    return f" on {hosts[0]}" if len(hosts) == 1 else f" on {len(hosts)} hosts ({', '.join(hosts)})"
+
+
 def headline(lb: Leaderboard) -> list[str]:
     lines = [f"{Problem(**lb.info['problem']).short()} on {lb.info.get('target', {}).get('name')}"]
     lines += run_state(lb)
@@ -106,7 +114,7 @@ def headline(lb: Leaderboard) -> list[str]:
     if lb.info.get("bank_hit"):
         lines.append("served by the tuning bank: only its config was evaluated, the search skipped (--no-bank searches)")
     if lb.measured:
-        lines.append("times are MEASURED on this machine (median of repetitions; spread = interquartile range)")
+        lines.append(f"times are MEASURED{measured_where(lb.hosts)} (median of repetitions; spread = interquartile range)")
         if lb.remeasure:
             lines.append(describe(lb.remeasure, others=not all(r.remeasured for r in lb.rows)))
         # Runs of the demo's finalists kept their slowest repetition within 1.5x their fastest in 94 %
