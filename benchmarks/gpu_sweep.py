@@ -27,6 +27,7 @@ import random
 import sys
 import tempfile
 import time
+from collections import Counter
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
@@ -160,12 +161,17 @@ def report(rows: list[dict[str, Any]]) -> None:
         print("\ncorrectness on the GPU (cases of tests/test_cuda_host_kernels.py):")
     for (group, op), c in sorted(counts.items()):
         print(f"  {group:<12} {op:<13} " + ", ".join(f"{k} {n}" for k, n in sorted(c.items())))
+    if not any(r.get("measured_s") for r in rows if r["part"] == "model"):
+        return
     print("\nmodel against measurement (sampled configs):")
     print(f"  {'problem':<72} {'n':>3} {'spearman':>8} {'meas/model':>10} {'model pick/best':>15}")
     for prob in dict.fromkeys(r["problem"] for r in rows if r["part"] == "model"):
-        ok = [r for r in rows if r["part"] == "model" and r["problem"] == prob and r["status"] == "ok"]
+        mine = [r for r in rows if r["part"] == "model" and r["problem"] == prob]
+        ok = [r for r in mine if r["status"] == "ok"]
         if len(ok) < 3:
-            print(f"  {prob:<72} {len(ok):>3}  (fewer than 3 ran correctly)")
+            others = Counter(r["status"] for r in mine if r["status"] != "ok")
+            print(f"  {prob:<72} {len(ok):>3}  (too few measured to rank; "
+                  + ", ".join(f"{k} {n}" for k, n in sorted(others.items())) + ")")
             continue
         meas, mod = [r["measured_s"] for r in ok], [r["modeled_s"] for r in ok]
         pick = meas[int(np.argmin(mod))] / min(meas)
