@@ -196,7 +196,7 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
                          shape=ctx.problem.shape, dtype=ctx.problem.dtype, target=ctx.backend.target.name,
                          config={"baseline": b.name}, status=m.status, reason=m.reason, phase="baseline",
                          attrs=ctx.problem.attrs, errors=m.errors, timings=m.timings if m.status == "ok" else [],
-                         device=ctx.backend.target.name, time_kind=m.time_kind,
+                         device=ctx.backend.target.name, time_kind=m.time_kind, host=b.host,
                          extra={"label": b.label, **m.extra})
             ctx.store.add(rec)
             done[b.name] = rec

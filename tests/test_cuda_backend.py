@@ -1,7 +1,7 @@
 """CudaBackend without a GPU: spaces and their rejection reasons per target, modeled runs,
 baselines, measure modes, and bad input."""
-import numpy as np
 import pytest
+from scipy.stats import spearmanr
 
 from forge.backends import get_backend
 from forge.backends.cuda.model import kernel_time, unfused_time
@@ -111,13 +111,15 @@ def test_a_gemm_rereads_its_operands_not_its_output(dtype):
     """Where L2 cannot hold B it is re-read per row of tiles; C is written once. A short-K GEMM is
     mostly output: charging its re-reads to C modeled it at 1 % of the roofline."""
     be = get_backend("h100", measure="model")
-    s = {"M": 200000, "N": 200000, "K": 100}
+    s = {"M": 200000, "N": 150000, "K": 96}       # C, A and B in no whole ratio to one another
     p = get_op("matmul").problem(s, dtype)
     cfg = be.space(p).enumerate().configs()[0]
     elt = 2 if dtype == "float16" else 4
     output, operands, b = s["M"] * s["N"] * elt, (s["M"] + s["N"]) * s["K"] * elt, s["N"] * s["K"] * elt
-    extra = _dram_bytes(be, p, cfg) - output - operands
-    assert extra >= 0 and extra / b == round(extra / b)          # whole re-reads of B, none of C
+    est = be.plan(Variant(p, "h100", cfg)).estimates
+    parts = kernel_time(be.arch, p, est)[1]
+    extra = parts["dram_bytes"] - output - operands
+    assert extra == b * (min(est["b_passes"], parts["waves"]) - 1) > 0      # re-reads of B only
     assert be.model(Variant(p, "h100", cfg)) < 10 * get_target("h100").roofline_seconds(
         get_op("matmul").flops(p), get_op("matmul").min_bytes(p), dtype)
 
@@ -146,8 +148,9 @@ def test_a_gemm_streams_b_once_per_row_of_tiles_and_at_most_once_per_wave(dtype)
 
 
 def test_the_model_orders_skinny_gemms_as_an_h200_measured_them():
-    """Ten configs of M=64, N=K=8192 measured on an H200: the model's order agrees (it was inverted,
-    Spearman -0.61, before B's re-reads were charged per row of tiles)."""
+    """Ten configs of M=64, N=K=8192 measured on an H200: the model no longer orders them against
+    the measurement (Spearman -0.59 before B's re-reads were charged per row of tiles, 0.15 after:
+    weakly right, not good)."""
     import json
     from pathlib import Path
 
@@ -157,8 +160,7 @@ def test_the_model_orders_skinny_gemms_as_an_h200_measured_them():
     ok = [r for r in rows if r["part"] == "model" and r["problem"] == p.short() and r["status"] == "ok"]
     measured = [r["measured_s"] for r in ok]
     modeled = [be.model(Variant(p, "h200", r["config"])) for r in ok]
-    rank = lambda x: np.argsort(np.argsort(x))  # noqa: E731
-    assert len(ok) >= 8 and np.corrcoef(rank(measured), rank(modeled))[0, 1] > 0
+    assert len(ok) >= 8 and spearmanr(measured, modeled).statistic > 0
 
 
 def test_unfused_baseline_is_modeled_and_slower_than_roofline():

@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import pytest
 
+from forge.backends import get_backend
 from forge.errors import ForgeInputError
 
 from forge.executor import Job, make_executor
@@ -214,7 +215,20 @@ def test_on_ray_the_device_slot_decides_measured_or_modeled_and_times_the_baseli
     store = Store.for_run(run)
     (base,) = store.records(phase="baseline")
     assert base.extra["label"].startswith("timed in pid ") and base.extra["label"] != f"timed in pid {os.getpid()}"
+    assert base.host and base.host == store.records(phase="search")[0].host     # the slot's, as the variants'
     store.close()
+
+
+def test_a_device_slot_says_where_it_timed_the_baselines(tmp_path, monkeypatch):
+    """Baselines timed by a Ray slot on a GPU node carry that node and device, as its variants do: the
+    report's "MEASURED on …" named the driving machine for them."""
+    from forge.executor.ray_executor import _DeviceSlot
+
+    monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "3")
+    slot = _DeviceSlot(get_backend("cpu"), str(tmp_path / "cache"))
+    p = get_op("softmax").problem({"M": 8, "N": 64})
+    bases = slot.baselines(p, {"seed": 0, "reps": 1, "timeout": 60})
+    assert bases and all(b.host.endswith("CUDA_VISIBLE_DEVICES=3") for b in bases)
 
 
 def test_on_ray_a_slot_that_cannot_measure_refuses_measure_device_and_leaves_no_folder(ray_cluster, tmp_path):

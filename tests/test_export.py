@@ -128,4 +128,4 @@ def test_check_py_allows_a_long_float32_sum_its_rounding_as_forge_does(tmp_path)
         got.tofile(tmp_path / out)
         res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
         assert (res.returncode == 0) == ok, (shift, res.stdout, res.stderr)
-        assert "rms(row)" in res.stdout + res.stderr
+        assert "rms(expected)" in res.stdout + res.stderr

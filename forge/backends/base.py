@@ -106,6 +106,7 @@ class Baseline:
     name: str            # "unfused" | "vendor"
     label: str           # e.g. "unfused C sequence (4 kernels)", "torch SDPA"
     measurement: Measurement
+    host: str = ""       # where it was timed, set by the executor (a Ray slot's node, not the driver)
 
 
 class Backend(ABC):

@@ -175,12 +175,12 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                 say(f"[{i}/{len(suite.cases)}] {case.key}: resuming the interrupted run")
                 # where it runs is this invocation's, as for the cases not started yet
                 placement = effective_options(options or {})
-                run_dir = tuner.resume(cdir, replace_placement=True, **{k: placement.get(k) for k in PLACEMENT})
+                tuner.resume(cdir, replace_placement=True, **{k: placement.get(k) for k in PLACEMENT})
             else:
                 say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.problem().short()}"
                     + time_left(spent, len(suite.cases) - i + 1))
-                run_dir = tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
-                                                  dict(options or {})))
+                tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
+                                        dict(options or {})))
             record |= {"done": True}
             counts["tuned"] += 1
         except KeyboardInterrupt:

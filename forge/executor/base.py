@@ -5,8 +5,9 @@ or lost worker becomes a failed outcome with its reason, never a lost one.
 """
 from __future__ import annotations
 
+import platform
 from abc import ABC, abstractmethod
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Iterator
 
@@ -103,7 +104,8 @@ class Executor(ABC):
 
     def baselines(self, problem: Problem, *, seed: int, reps: int, timeout: float) -> list[Baseline]:
         """The backend's baselines, timed where the variants are (so speedups compare like with like)."""
-        return self.backend.baselines(problem, self.cache_dir, seed=seed, reps=reps, timeout=timeout)
+        return [replace(b, host=platform.node()) for b in
+                self.backend.baselines(problem, self.cache_dir, seed=seed, reps=reps, timeout=timeout)]
 
     def close(self) -> None:
         """Release workers."""

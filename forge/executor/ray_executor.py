@@ -28,6 +28,7 @@ import platform
 import signal
 import threading
 import time
+from dataclasses import replace
 from pathlib import Path
 from typing import Any
 
@@ -75,7 +76,7 @@ class _DeviceSlot:
         return self.backend.measure_available()
 
     def baselines(self, problem, kwargs: dict[str, Any]) -> list:
-        return self.backend.baselines(problem, self.cache_dir, **kwargs)
+        return [replace(b, host=_where()) for b in self.backend.baselines(problem, self.cache_dir, **kwargs)]
 
 
 def ray_address(flag: str | None) -> tuple[str | None, str]:

@@ -81,10 +81,11 @@ def split_k_bytes(p: Problem, c: dict[str, Any]) -> float:
 
 
 def streamed_operand(p: Problem, c: dict[str, Any], elt: int) -> dict[str, float]:
-    """The operand traffic the model charges beyond one read (model.py `operand_rereads`). A row of
-    output tiles runs in consecutive blocks, so its A panel (BLOCK_M x K) stays in L2 while the row
-    runs and A is read once; B is streamed once per row of tiles, or per GROUP_M rows with grouped
-    rasterisation, unless L2 holds all of it."""
+    """The operand traffic the model charges beyond one read (model.py `operand_rereads`). Blocks
+    run in launch order: a row of output tiles (with grouped rasterisation, a group of GROUP_M rows,
+    walked column by column) runs in consecutive blocks, so its A panels (GROUP_M x BLOCK_M x K)
+    stay in L2 while it runs and A is taken as read once; B is streamed once per row of tiles, or
+    per group, unless L2 holds all of it."""
     s = p.shape
     return {"b_bytes": float(s["K"] * s["N"] * elt),
             "b_passes": cdiv(s["M"], c["block_m"]) / c.get("group_m", 1)}
