@@ -1,0 +1,34 @@
+"""The GPU-node benchmarks where there is no GPU: they say so and exit 1, and the H200 sweep's
+measured rows are modeled again (`--rescore`), which is how a model change is read without a GPU."""
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from forge.backends import get_backend
+
+ROOT = Path(__file__).resolve().parents[1]
+no_gpu = pytest.mark.skipif(get_backend("h200", measure="device").measure_available()[0],
+                            reason="a GPU that measures is present")
+
+
+def _run(*args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, *args], cwd=ROOT, capture_output=True, text=True, timeout=300)
+
+
+@no_gpu
+@pytest.mark.parametrize("script", ["benchmarks/gpu_check.py", "benchmarks/gpu_sweep.py"])
+def test_a_gpu_benchmark_without_a_gpu_says_why_and_exits_1(script):
+    res = _run(script, "--target", "h200")
+    assert res.returncode == 1 and res.stdout.startswith("no GPU measurement possible here:"), res
+
+
+def test_the_h200_sweep_is_modeled_again_without_a_gpu():
+    res = _run("benchmarks/gpu_sweep.py", "--rescore", "benchmarks/data/h200_gpu_sweep.json")
+    assert res.returncode == 0, res.stderr
+    assert "measured on h200, modeled again now" in res.stdout
+    row = next(line for line in res.stdout.splitlines() if "matmul[M=64,N=8192,K=8192]" in line)
+    n, rho = row.split()[-4:-2]
+    assert n == "10" and float(rho) > 0
+    assert "swiglu" in res.stdout and "not run 8" in res.stdout
