@@ -32,3 +32,17 @@ def test_the_h200_sweep_is_modeled_again_without_a_gpu():
     n, rho = row.split()[-4:-2]
     assert n == "10" and float(rho) > 0
     assert "swiglu" in res.stdout and "not run 8" in res.stdout
+
+
+def test_target_reach_reads_a_strategy_against_another_and_its_misses_moved():
+    """benchmarks/target_reach.py on pnpoly at a tiny budget: both strategies' means, the share at
+    the optimum, the misses, and a reading for each of the best points."""
+    pn = ROOT.parent / "shared/data/tuningdata/pnpoly/RTX_3090.json.gz"
+    if not pn.is_file():
+        pytest.skip("shared tuningdata not present")
+    res = _run("benchmarks/target_reach.py", str(pn), "--rival", "random", "--budgets", "5,10", "--seeds", "3",
+               "--jobs", "1")
+    assert res.returncode == 0, res.stderr
+    out = res.stdout
+    assert "3774 points ran" in out and "B=5: forge" in out and "B=10: forge" in out
+    assert out.count("every miss at best point #") == 2 * 7 and "forge's misses (seed: best/optimum):" in out
