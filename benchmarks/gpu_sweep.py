@@ -102,8 +102,17 @@ def main() -> int:
     ap.add_argument("--rescore", type=Path, help="no GPU: model the measured rows of an earlier --json again with "
                                                   "the current model and print the model's agreement")
     a = ap.parse_args()
+    if a.sample < 0 or a.reps < 1:
+        ap.error(f"--sample must be >= 0 and --reps >= 1 (got {a.sample}, {a.reps})")
     if a.rescore:
-        return rescore(a.rescore, a.target)
+        try:
+            rows = json.loads(a.rescore.read_text())
+        except (OSError, ValueError) as exc:
+            ap.error(f"--rescore {a.rescore}: {exc}")
+        if not isinstance(rows, list) or not all(isinstance(r, dict) and {"part", "problem", "status"} <= set(r)
+                                                 for r in rows):
+            ap.error(f"--rescore {a.rescore}: not the rows of a `gpu_sweep.py --json` file")
+        return rescore(a.rescore, rows, a.target)
     be = get_backend(a.target, measure="model" if a.build_only else "device")
     if not a.build_only:
         ok, why = be.measure_available()
@@ -144,10 +153,9 @@ def main() -> int:
     return 1 if any(r["status"] in FAILED for r in rows) else 0
 
 
-def rescore(path: Path, target: str) -> int:
+def rescore(path: Path, rows: list[dict[str, Any]], target: str) -> int:
     """The model's agreement with an earlier sweep's measurements, modeled again now: how a model
     change reads against times measured on a GPU, without one."""
-    rows = json.loads(path.read_text())
     problems = {p.short(): p for p in (get_op(o).problem(sh, dt, at) for o, sh, dt, at in MODEL_CASES)}
     targets = {r.get("target", target) for r in rows}
     for r in rows:

@@ -241,6 +241,25 @@ def _is_gz(path: Path) -> bool:
         return fh.read(2) == b"\x1f\x8b"
 
 
+def parse_budgets(ap: argparse.ArgumentParser, text: str) -> list[int]:
+    """`--budgets` as whole numbers >= 1, or exit 2 naming the flag."""
+    try:
+        budgets = [int(b) for b in text.split(",")]
+    except ValueError:
+        ap.error(f"--budgets: comma-separated whole numbers >= 1, got {text!r}")
+    if min(budgets) < 1:
+        ap.error(f"--budgets: every budget must be >= 1, got {text!r}")
+    return budgets
+
+
+def read_or_refuse(ap: argparse.ArgumentParser, path: str) -> ReplayData:
+    """The cache file, read before any worker forks, or exit 2 naming what is wrong with it."""
+    try:
+        return _data(path)
+    except ForgeInputError as exc:
+        ap.error(str(exc))
+
+
 def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cachefiles", nargs="*", help="Kernel Tuner cache files or forge run folders (default: every "
@@ -286,17 +305,9 @@ def main(argv: list[str] | None = None) -> int:
     except (OSError, ValueError, yaml.YAMLError) as exc:   # pydantic's ValidationError is a ValueError
         ap.error(f"--targets {a.targets}: {exc}")
     files = [Path(f) for f in a.cachefiles] or sorted(DEFAULT_DIR.rglob("*.json*"))
-    try:
-        budgets = [int(b) for b in a.budgets.split(",")]
-    except ValueError:
-        ap.error(f"--budgets: comma-separated whole numbers >= 1, got {a.budgets!r}")
-    if min(budgets) < 1:
-        ap.error(f"--budgets: every budget must be >= 1, got {a.budgets!r}")
+    budgets = parse_budgets(ap, a.budgets)
     for f in files:    # read here, before the workers fork: a bad file is named once, with exit 2
-        try:
-            _data(str(f))
-        except ForgeInputError as exc:
-            ap.error(str(exc))
+        read_or_refuse(ap, str(f))
     bmax = max(budgets)
     lines = ["| space | strategy | " + " | ".join(f"B={b} best/opt (score)" for b in budgets) + " |",
              "|---|---|" + "---|" * len(budgets)]

@@ -47,8 +47,13 @@ def main() -> int:
     ap.add_argument("--seeds", type=int, default=100)
     ap.add_argument("--jobs", type=int, default=2)
     a = ap.parse_args()
-    budgets = [int(b) for b in a.budgets.split(",")]
-    data = se._data(a.cachefile)
+    budgets = se.parse_budgets(ap, a.budgets)
+    if a.seeds < 2 or a.jobs < 1:
+        ap.error(f"--seeds must be >= 2 (a standard error needs two) and --jobs >= 1 (got {a.seeds}, {a.jobs})")
+    unknown = [s for s in (a.reference, a.rival) if s not in se.strategy_names()]
+    if unknown:
+        ap.error(f"unknown strategy {', '.join(map(repr, unknown))}; allowed: {', '.join(se.strategy_names())}")
+    data = se.read_or_refuse(ap, a.cachefile)
     times = data.time_s[np.isfinite(data.time_s)]
     best_points = np.sort(times)[:BEST_POINTS] / data.optimum_s
     print(f"{a.cachefile}: {len(times)} points ran; the best {BEST_POINTS} at "

@@ -46,3 +46,15 @@ def test_target_reach_reads_a_strategy_against_another_and_its_misses_moved():
     out = res.stdout
     assert "3774 points ran" in out and "B=5: forge" in out and "B=10: forge" in out
     assert out.count("every miss at best point #") == 2 * 7 and "forge's misses (seed: best/optimum):" in out
+
+
+@pytest.mark.parametrize("args, says", [
+    (("benchmarks/gpu_sweep.py", "--rescore", "no_such.json"), "--rescore no_such.json"),
+    (("benchmarks/gpu_sweep.py", "--sample", "-1"), "--sample must be >= 0"),
+    (("benchmarks/target_reach.py", "no_such.json.gz"), "no_such.json.gz"),
+    (("benchmarks/target_reach.py", "no_such.json.gz", "--budgets", "x"), "--budgets"),
+    (("benchmarks/target_reach.py", "no_such.json.gz", "--rival", "nope"), "unknown strategy 'nope'"),
+])
+def test_bad_arguments_to_the_benchmarks_name_what_is_wrong_and_exit_2(args, says):
+    res = _run(*args)
+    assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr

@@ -92,14 +92,13 @@ print(f"PASS: {{want.size}} values within {{BOUND}} of the float64 reference")
 def _check_files(variant: Any, backend: Any, expected: dict[str, bytes], run: str) -> dict[str, str]:
     """check.py, and run.sh ending with it, where there is an expected output to check against."""
     from forge.ops import get_op
-    from forge.ops.base import TOLERANCES
 
     if not expected or not run:
         return {}
     p = variant.problem
     op = get_op(p.op)
     out, dtype = backend.export_output(variant)
-    atol, rtol = TOLERANCES[p.dtype]
+    atol, rtol = op.tolerance(p.dtype)
     script = CHECK_SCRIPT.format(out=out, dtype=dtype, expected=next(iter(expected)), atol=atol, rtol=rtol,
                                  acc=op.accumulation_allowance(p), bound=op.tolerance_text(p))
     return {"check.py": script, "run.sh": run.rstrip("\n") + "\npython3 check.py\n"}

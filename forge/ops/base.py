@@ -180,7 +180,7 @@ class Op(ABC):
         with threadpool_limits(limits=1, user_api="blas"):
             expected = self.reference_rows(p, inputs, rows)
         got = flat[rows]
-        atol, rtol = TOLERANCES[p.dtype]
+        atol, _ = self.tolerance(p.dtype)
         diff = np.abs(got - expected)
         allowed = self.allowed_error(p, expected)
         with np.errstate(invalid="ignore", divide="ignore"):
@@ -212,6 +212,7 @@ class Op(ABC):
         return float(n * elem)
 
     def tolerance(self, dtype: str) -> tuple[float, float]:
+        """(atol, rtol) of the flat part of the bound, by the dtype."""
         return TOLERANCES[dtype]
 
     def accumulation_length(self, p: Problem) -> int:
@@ -227,7 +228,7 @@ class Op(ABC):
 
     def allowed_error(self, p: Problem, expected: np.ndarray) -> np.ndarray:
         """The largest |got - expected| accepted for each value of `expected` (the values checked)."""
-        atol, rtol = TOLERANCES[p.dtype]
+        atol, rtol = self.tolerance(p.dtype)
         allowed = atol + rtol * np.abs(expected)
         acc = self.accumulation_allowance(p)
         if acc and expected.size:
@@ -236,7 +237,7 @@ class Op(ABC):
 
     def tolerance_text(self, p: Problem) -> str:
         """The bound of `allowed_error` in words, for reasons and exported checks."""
-        atol, rtol = TOLERANCES[p.dtype]
+        atol, rtol = self.tolerance(p.dtype)
         acc = self.accumulation_allowance(p)
         return f"{atol:g} + {rtol:g}·|expected|" + (f" + {acc:.3g}·rms(expected)" if acc else "")
 
