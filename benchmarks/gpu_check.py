@@ -54,6 +54,8 @@ def main() -> int:
     ap.add_argument("--ops", default="", help="only these ops, comma-separated (default: all)")
     ap.add_argument("--cache", default=str(Path(tempfile.gettempdir()) / "forge-gpu-check"))
     a = ap.parse_args()
+    if a.per_op < 1 or a.reps < 1:
+        ap.error(f"--per-op and --reps must be >= 1 (got {a.per_op}, {a.reps})")
     ops = {o for o in a.ops.split(",") if o}
     unknown = ops - {c[0] for c in CASES}
     if unknown:

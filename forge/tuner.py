@@ -214,21 +214,6 @@ def _note_result(ctx: Context, rec: Record) -> None:
         ctx.since_improvement += 1
 
 
-def other_dtypes_supported(backend: Backend, problem: Problem) -> list[str]:
-    """The dtypes the target takes this problem in, when its own is refused: a config written for
-    one target (float32 on the CPU) is often reused with `--target` for another (Ascend attention
-    takes float16/bfloat16), and the fix is then one flag."""
-    others = []
-    for dtype in get_op(problem.op).dtypes:
-        if dtype != problem.dtype:
-            try:
-                if backend.supports(replace(problem, dtype=dtype)) is None:
-                    others.append(dtype)
-            except ForgeInputError:
-                pass
-    return others
-
-
 def refuse_past_timeout(problem: Problem, target: Target, timeout: float) -> None:
     """A problem whose roofline bound alone exceeds --timeout would have every variant time out, one
     timeout after another: refused before anything is built, naming both."""
@@ -246,7 +231,7 @@ def dtype_the_target_takes(settings: TuneSettings) -> list[str]:
     starts in the first of them instead of stopping (attention on a GPU takes float16/bfloat16)."""
     problem = problem_of(settings)
     backend = get_backend(get_target(settings.target), measure=settings.measure, host_check=settings.host_check)
-    return [] if backend.supports(problem) is None else other_dtypes_supported(backend, problem)
+    return [] if backend.supports(problem) is None else backend.dtypes_taken(problem)
 
 
 def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> tuple[Problem, Backend, Space]:
@@ -256,16 +241,9 @@ def checked_problem(settings: TuneSettings, backend: Backend | None = None) -> t
     problem = problem_of(settings)
     target = get_target(settings.target)
     backend = backend or get_backend(target, measure=settings.measure, host_check=settings.host_check)
-    why_not = backend.supports(problem)
-    if why_not:
-        others = other_dtypes_supported(backend, problem)
-        if others:
-            raise ForgeInputError("dtype", f"{problem.short()} is not supported on {target.name}: {why_not}; "
-                                           f"allowed there: {', '.join(others)}")
-        # a reason about one dimension ("D=72 is not a multiple of 16") names that dimension
-        dim = why_not.split("=", 1)[0]
-        raise ForgeInputError(f"shape.{dim}" if dim in problem.shape else "op",
-                              f"{problem.short()} is not supported on {target.name}: {why_not}")
+    refusal = backend.refusal(problem)
+    if refusal:
+        raise refusal
     too_big = backend.too_big(problem, here=settings.executor == "local")
     if too_big:
         raise ForgeInputError("shape", too_big)
@@ -327,7 +305,6 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: Space, enum: Enumeration,
              enum_seconds: float, run_dir: Path, console: Console, resume: bool, fresh_patience: bool) -> Path:
     """tune() once the run folder exists: the run itself, under the folder's lock."""
-    target = backend.target
     with folder_lock(run_dir, "--resume" if resume else "--out"):
         store = Store.for_run(run_dir)
         if not resume and store.count():

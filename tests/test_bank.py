@@ -124,7 +124,7 @@ def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
     # a problem the target does not take, refused by its backend: named like the others
     ({"op": "attention", "target": "h100", "dtype": "float32", "code": "h100",
       "shape": {"B": 1, "Hq": 4, "Hkv": 4, "Sq": 64, "Skv": 64, "D": 64}},
-     "entries[0].op: attention[B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=64] float32 on h100"),
+     "entries[0].dtype: attention[B=1,Hq=4,Hkv=4,Sq=64,Skv=64,D=64] float32 is not supported on h100: "),
 ])
 def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank, tmp_path, change, needle):
     """A negative time would be served as a hit; a config outside the space would be a 'hit' that

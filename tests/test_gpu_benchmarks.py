@@ -51,6 +51,8 @@ def test_target_reach_reads_a_strategy_against_another_and_its_misses_moved():
 @pytest.mark.parametrize("args, says", [
     (("benchmarks/gpu_sweep.py", "--rescore", "no_such.json"), "--rescore no_such.json"),
     (("benchmarks/gpu_sweep.py", "--sample", "-1"), "--sample must be >= 0"),
+    (("benchmarks/gpu_check.py", "--per-op", "0"), "--per-op and --reps must be >= 1"),
+    (("benchmarks/gpu_check.py", "--reps", "-3"), "--per-op and --reps must be >= 1"),
     (("benchmarks/target_reach.py", "no_such.json.gz"), "no_such.json.gz"),
     (("benchmarks/target_reach.py", "no_such.json.gz", "--budgets", "x"), "--budgets"),
     (("benchmarks/target_reach.py", "no_such.json.gz", "--rival", "nope"), "unknown strategy 'nope'"),

@@ -137,6 +137,37 @@ class Backend(ABC):
         """None when the problem can be tuned here, else the reason it cannot."""
         return None
 
+    def dtypes_taken(self, problem: Problem) -> list[str]:
+        """The op's other dtypes this target takes the problem in: a config written for one target
+        (float32 on the CPU) is often reused with `--target` for another (attention on a GPU takes
+        float16/bfloat16), and the fix is then one flag."""
+        from dataclasses import replace
+
+        from forge.ops import get_op
+        others = []
+        for dtype in get_op(problem.op).dtypes:
+            if dtype != problem.dtype:
+                try:
+                    if self.supports(replace(problem, dtype=dtype)) is None:
+                        others.append(dtype)
+                except ForgeInputError:
+                    pass
+        return others
+
+    def refusal(self, problem: Problem) -> ForgeInputError | None:
+        """The input error for a problem this target does not take, naming what to change: the
+        dtype where another dtype is taken, the dimension a reason is about ("D=72 is not a
+        multiple of 16" names shape.D), else the op."""
+        why = self.supports(problem)
+        if not why:
+            return None
+        text = f"{problem.short()} is not supported on {self.target.name}: {why}"
+        others = self.dtypes_taken(problem)
+        if others:
+            return ForgeInputError("dtype", f"{text}; allowed there: {', '.join(others)}")
+        dim = why.split("=", 1)[0]
+        return ForgeInputError(f"shape.{dim}" if dim in problem.shape else "op", text)
+
     def too_big(self, problem: Problem, here: bool = True) -> str | None:
         """None when the problem's data fit in the memory they are run in, else why: a shape a digit
         too long would otherwise fail every variant, one by one. `here`: whether the variants run

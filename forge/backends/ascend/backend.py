@@ -69,9 +69,9 @@ class AscendBackend(Backend):
         return None
 
     def space(self, problem: Problem) -> Space:
-        why = self.supports(problem)
-        if why:
-            raise ForgeInputError("op", why)
+        refusal = self.refusal(problem)
+        if refusal:
+            raise refusal
         return self.plan(problem).space()
 
     def resources(self, variant: Variant) -> dict[str, Any]:

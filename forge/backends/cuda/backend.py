@@ -67,9 +67,9 @@ class CudaBackend(Backend):
             return str(e)
 
     def space(self, problem: Problem) -> Space:
-        why = self.supports(problem)
-        if why:
-            raise ForgeInputError("op", f"{problem.short()} on {self.target.name}: {why}")
+        refusal = self.refusal(problem)
+        if refusal:
+            raise refusal
         return for_op(problem.op).space(problem, self.arch)
 
     def device_overhead(self) -> tuple[int, str]:
