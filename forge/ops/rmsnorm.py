@@ -1,4 +1,7 @@
-"""RMSNorm over the last axis, optionally fused with a residual add: y = norm(x [+ r]) * w."""
+"""RMSNorm over the last axis, optionally fused with a residual add: y = norm(x [+ r]) * w.
+
+With the residual the op's one output is y; the sum x + r is kept on chip and not written back,
+which the unfused sequence (and torch's `rms_norm(x + r)`) does write as an intermediate."""
 from __future__ import annotations
 
 from typing import Any
@@ -12,7 +15,7 @@ from forge.problem import Problem
 
 class RMSNorm(Op):
     name = "rmsnorm"
-    description = "RMS normalisation of rows (x[M, N] * weight[N]), optional fused residual add"
+    description = "RMS normalisation of rows (x[M, N] * weight[N]), optional fused residual add (writes y only)"
     dims = ("M", "N")
     attr_defaults = {"eps": 1e-6, "residual": False}
     default_shape = {"M": 4096, "N": 4096}
