@@ -107,3 +107,22 @@ def test_unchecked_rerun_times_without_the_reference(cache_dir):
     assert m.status == "incorrect"
     again = run_executable(art.path, P, seed=0, warmup=0, reps=2, timeout=20, flush_bytes=1 << 20, check=False)
     assert again.status == "ok" and len(again.timings) == 2 and again.extra["unchecked"] is True
+
+
+def test_a_run_whose_buffers_exceed_free_memory_is_not_started_and_says_so(cache_dir, monkeypatch):
+    """The unfused attention's score matrix [B, H, Sq, Skv] (8 MiB here) is paged in before the
+    timed calls: past the memory available it would bring on the OOM killer, so the harness is told
+    what is available and refuses. The same run starts when the memory is there."""
+    from forge.backends.cpu.runner import run_executable
+    backend = get_backend("cpu")
+    p = get_op("attention").problem(dict(B=1, H=2, S=1024, D=8))
+    art = backend.unfused_artifact(p, cache_dir, threads=1)
+    assert art.ok, art.error
+    run = lambda: run_executable(art.path, p, seed=0, warmup=0, reps=1, timeout=60, flush_bytes=0)  # noqa: E731
+    monkeypatch.setattr("forge.backends.cpu.runner.available_memory_bytes", lambda: 4 << 20)
+    m = run()
+    assert m.status == "runtime_error", m.reason
+    assert m.reason.startswith("not run: needs 8.") and "a 8.2 MiB workspace" in m.reason, m.reason
+    assert m.reason.endswith("4.0 MiB of memory available"), m.reason
+    monkeypatch.setattr("forge.backends.cpu.runner.available_memory_bytes", lambda: 1 << 30)
+    assert run().status == "ok"

@@ -16,6 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from forge.backends.base import Measurement
+from forge.backends.cpu.hwinfo import available_memory_bytes
 from forge.ops import get_op
 from forge.problem import Problem
 
@@ -49,6 +50,9 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
         in_path, out_path = Path(d) / "inputs.bin", Path(d) / "output.bin"
         inputs = write_inputs(problem, seed, in_path)
         cmd = [exe, str(in_path), str(out_path), str(warmup), str(reps), str(flush_bytes)]
+        avail = available_memory_bytes()
+        if avail is not None:   # the harness refuses buffers that would not fit (exit 3, says why)
+            cmd.append(str(avail))
         try:
             proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
@@ -63,6 +67,8 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
         if proc.returncode < 0:
             name = _signal_name(-proc.returncode)
             return Measurement("runtime_error", f"killed by {name}" + (f": {stderr.strip()[-300:]}" if stderr.strip() else ""))
+        if proc.returncode == 3 and "forge harness: not run:" in stderr:
+            return Measurement("runtime_error", stderr.strip().removeprefix("forge harness: "))
         if proc.returncode != 0:
             return Measurement("runtime_error", f"exit code {proc.returncode}: {stderr.strip()[-500:]}")
         spec = op.output(problem)
