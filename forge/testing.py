@@ -182,6 +182,21 @@ class RunOrderCpuBackend(CpuBackend):
         return super().run(artifact, variant, **kwargs)
 
 
+class CrashesWhenReMeasuredCpuBackend(CpuBackend):
+    """CPU backend whose variants all run as usual in the search and crash in the final re-measure
+    (told apart by their repetitions: `final_reps` is split over runs of other sizes than `reps`),
+    so a test sees what a finalist that fails only at the end becomes."""
+
+    def __init__(self, target: Target, search_reps: int, **options: Any):
+        super().__init__(target, **options)
+        self.search_reps = search_reps
+
+    def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
+        if kwargs["reps"] != self.search_reps:
+            return Measurement("runtime_error", "killed by SIGSEGV")
+        return super().run(artifact, variant, **kwargs)
+
+
 class LaterIsFasterCpuBackend(CpuBackend):
     """CPU backend on which each variant measured runs faster than every one before it (its time
     fixed at its first run, with no spread), so a longer search always finds a new best: a test of

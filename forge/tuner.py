@@ -32,6 +32,7 @@ from forge.paths import cache_dir
 from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
+from forge.results.record import failed_finalists
 from forge.results.store import RUN_FILE, STORE_NAME
 from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
@@ -676,7 +677,9 @@ def pooled(outcomes: list[Outcome]) -> Outcome:
 def _offer_to_bank(ctx: Context) -> None:
     if not ctx.bank:
         return
-    recs = [r for r in ctx.store.records() if r.phase in ("search", "final") and r.status == "ok"]
+    records = ctx.store.records()
+    failed = failed_finalists(records)
+    recs = [r for r in records if r.phase in ("search", "final") and r.status == "ok" and r.variant_key not in failed]
     # A variant whose output nothing checked (CUDA without a GPU and --no-host-check, the CPU with
     # --measure model) is no answer to serve another run.
     checked = [r for r in recs if not unchecked(r.extra)]

@@ -598,10 +598,33 @@ def test_a_cpu_run_with_measure_model_is_unchecked_and_not_banked(tmp_path, monk
 
 
 def test_a_shape_whose_roofline_exceeds_the_timeout_is_refused_before_anything_is_built(tmp_path):
-    """Attention at S = 10^6 on this CPU needs hours by its roofline alone: every variant would
-    time out in turn, so the run is refused up front, naming --timeout."""
-    with pytest.raises(ForgeInputError, match=r"--timeout: attention\[.*\] float32 takes at least .* h on cpu \(its roofline "
+    """Attention at S = 10^6 on a CPU needs over an hour by its roofline alone (minutes or hours
+    by the probed machine): every variant would time out in turn, so the run is refused up front,
+    naming --timeout."""
+    with pytest.raises(ForgeInputError, match=r"--timeout: attention\[.*\] float32 takes at least .* (min|h) on cpu \(its roofline "
                                               r"bound\), so no variant can finish within --timeout 60 s"):
         tune(settings(tmp_path, op="attention", shape={"B": 1, "H": 8, "S": 1_000_000, "D": 64}, timeout=60.0),
              console=QUIET)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_finalist_that_fails_its_final_re_measure_is_neither_ranked_nor_banked(tmp_path, monkeypatch):
+    """Both finalists crash in the re-measure only: their fast search times are not ranked, the
+    failures say why, the header counts them, and the bank takes the best variant that did not fail."""
+    from forge.bank import bank_lookup
+    from forge.report.render import headline
+    from forge.testing import CrashesWhenReMeasuredCpuBackend
+
+    monkeypatch.setenv("FORGE_BANK", str(tmp_path / "bank.json"))
+    backend = CrashesWhenReMeasuredCpuBackend(get_target("cpu"), search_reps=3)
+    s = settings(tmp_path, bank=True)
+    run = tune(s, console=QUIET, backend=backend)
+    records = Store.for_run(run).records()
+    crashed = {r.variant_key for r in records if r.phase == "final"}
+    assert len(crashed) == 2 and all(r.status == "runtime_error" for r in records if r.phase == "final")
+    lb = build_leaderboard(run)
+    assert lb.rows and not {r.variant_key for r in lb.rows} & crashed and not any(r.remeasured for r in lb.rows)
+    finals = [f for f in lb.failures if f["phase"] == "final"]
+    assert len(finals) == 2 and all(f["reason"] == "final re-measure: killed by SIGSEGV" for f in finals)
+    assert any("2 of them failed the final re-measure and are not ranked" in line for line in headline(lb))
+    assert bank_lookup(problem_of(s), "cpu")[0] == lb.rows[0].config

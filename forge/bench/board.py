@@ -18,6 +18,7 @@ from forge.errors import read_json
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
+from forge.results.record import failed_finalists
 from forge.results.lock import folder_holder, holder_text
 from forge.results.store import STORE_NAME
 from forge.targets import Target, get_target
@@ -82,7 +83,8 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
             "evaluations": sum(1 for r in records if r.phase == "search"), "finished": case_finished(cdir)}
 
     tuned = [r for r in records if r.phase in ("search", "final")]
-    ok = [r for r in tuned if r.status == "ok" and r.median is not None]
+    failed = failed_finalists(records)      # a finalist that failed its re-measure is not a result
+    ok = [r for r in tuned if r.status == "ok" and r.median is not None and r.variant_key not in failed]
     final_ok = [r for r in ok if r.phase == "final"]
     best = min(final_ok or ok, key=lambda r: r.median) if ok else None
     bases = {}

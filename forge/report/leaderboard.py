@@ -16,6 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.results import Record, Store
+from forge.results.record import failed_finalists
 from forge.results.remeasure import Shift, shift_of_records
 from forge.tuner import check_records, read_run_file
 
@@ -102,9 +103,10 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
                  for name, r in latest.items()]
     roofline = info.get("roofline_seconds")
 
+    failed_final = failed_finalists(records)
     ranked: list[Record] = []
     for r in search:
-        if r.status == "ok" and r.median is not None:
+        if r.status == "ok" and r.median is not None and r.variant_key not in failed_final:
             ranked.append(final.get(r.variant_key, r))
     # The re-measured top candidates lead: their longer final measurement is the ranking's last word,
     # and a variant left out of the re-measure was slower than they were when it was searched.
@@ -124,8 +126,10 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
         if r.status == "invalid":
             k = reason_kind(r.reason)
             rejections[k] = rejections.get(k, 0) + 1
-    failures = [{"status": r.status, "config": r.config, "reason": r.reason} for r in search
-                if r.status not in ("ok", "invalid")]
+    failures = [{"status": r.status, "config": r.config, "reason": f"final re-measure: {r.reason}", "phase": "final"}
+                for r in failed_final.values()]
+    failures += [{"status": r.status, "config": r.config, "reason": r.reason, "phase": "search"} for r in search
+                 if r.status not in ("ok", "invalid")]
     convergence, best = [], None
     for n, r in enumerate(search, 1):
         if r.status == "ok" and r.median is not None and (best is None or r.median < best):

@@ -145,8 +145,10 @@ def headline(lb: Leaderboard) -> list[str]:
             lines.append(f"correctness: not checked ({checks[0].partition('(')[2].rstrip(')')})")
     sp = lb.info.get("space", {})
     counts = ", ".join(f"{k} {v}" for k, v in sorted(lb.status_counts.items()))
+    failed_final = sum(1 for f in lb.failures if f.get("phase") == "final")
     lines.append(f"space: {sp.get('cartesian')} points, {sp.get('valid')} valid; evaluated "
-                 f"{sum(lb.status_counts.values())}" + (f": {counts}" if counts else ""))
+                 f"{sum(lb.status_counts.values())}" + (f": {counts}" if counts else "")
+                 + (f"; {failed_final} of them failed the final re-measure and are not ranked" if failed_final else ""))
     if lb.rejections:
         lines.append("rejected by reason: " + ", ".join(f"{k} {v}" for k, v in sorted(lb.rejections.items(), key=lambda x: -x[1])))
     for b in lb.baselines:

@@ -59,6 +59,12 @@ class Record:
         return cls(**data)
 
 
+def failed_finalists(records: list[Record]) -> dict[str, Record]:
+    """The finalists whose (latest) final re-measure crashed, hung or went wrong, by variant key: a
+    variant that fails once is neither ranked nor banked, however fast its search run was."""
+    return {r.variant_key: r for r in records if r.phase == "final" and r.status != "ok"}
+
+
 def summarize(timings: list[float]) -> tuple[float, float]:
     """Median and interquartile range: robust to the odd interrupted repetition."""
     t = np.asarray(timings, dtype=float)
