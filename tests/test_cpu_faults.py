@@ -1,12 +1,19 @@
 """Crash, hang, wrong result and compile error become the right statuses; builds are cached."""
 from __future__ import annotations
 
+import os
 import pickle
+import signal
+import subprocess
+import sys
+import time
 from concurrent.futures import ProcessPoolExecutor
+from pathlib import Path
 
 import pytest
 
 from forge.backends import get_backend
+from forge.backends.child import dies_with_parent
 from forge.ops import get_op
 from forge.targets import get_target
 from forge.testing import FaultyCpuBackend
@@ -126,3 +133,39 @@ def test_a_run_whose_buffers_exceed_free_memory_is_not_started_and_says_so(cache
     assert m.reason.endswith("4.0 MiB of memory available"), m.reason
     monkeypatch.setattr("forge.backends.cpu.runner.available_memory_bytes", lambda: 1 << 30)
     assert run().status == "ok"
+
+
+def _alive(pid: int) -> bool:
+    """Running, not a zombie waiting for its new parent to reap it."""
+    try:
+        return Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()[0] != "Z"
+    except (OSError, IndexError):
+        return False
+
+
+@pytest.mark.skipif(dies_with_parent(["true"]) == ["true"], reason="no setpriv --pdeathsig on this machine")
+def test_a_kernel_running_when_forge_is_killed_dies_with_it(tmp_path):
+    """A kernel runs in a session of its own (a Ctrl-C for forge must not reach it mid-timing), so
+    a forge killed with SIGKILL used to leave a hanging kernel running for ever."""
+    hang = tmp_path / "hang.sh"
+    hang.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec sleep 600\n")
+    hang.chmod(0o755)
+    code = ("from forge.backends.cpu.runner import run_executable; from forge.ops import get_op; "
+            f"run_executable({str(hang)!r}, get_op('softmax').problem(dict(M=8, N=40)), seed=0, warmup=0, reps=1, "
+            "timeout=600, flush_bytes=0)")
+    forge = subprocess.Popen([sys.executable, "-c", code])
+    pid_file = tmp_path / "pid"
+    deadline = time.monotonic() + 60
+    while not (pid_file.is_file() and pid_file.read_text().strip()) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    pid = int(pid_file.read_text())
+    assert _alive(pid)
+    forge.kill()
+    forge.wait()
+    deadline = time.monotonic() + 10
+    while _alive(pid) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    alive = _alive(pid)
+    if alive:
+        os.kill(pid, signal.SIGKILL)
+    assert not alive, "the kernel outlived the forge that started it"

@@ -11,6 +11,8 @@ from pathlib import Path
 
 import numpy as np
 
+from forge.backends.child import dies_with_parent
+
 
 def available() -> tuple[bool, str]:
     """(True, "") when CANN and an NPU are usable here, else (False, one line why)."""
@@ -45,7 +47,7 @@ def run(workdir: Path, inputs: dict[str, np.ndarray], dtype: str, out_shape: tup
     """Write inputs, run the generated launcher, read the output and the aclrtEvent times (s)."""
     for name, x in inputs.items():
         _dev(x, dtype).tofile(workdir / f"in_{name}.bin")
-    r = subprocess.run(["./build/forge_main", str(reps), str(warmup)], cwd=workdir, capture_output=True,
+    r = subprocess.run(dies_with_parent(["./build/forge_main", str(reps), str(warmup)]), cwd=workdir, capture_output=True,
                        text=True, timeout=timeout)
     if r.returncode:
         return None, [], (r.stdout + r.stderr)[-2000:]

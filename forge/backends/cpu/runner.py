@@ -15,6 +15,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forge.backends.child import dies_with_parent
 from forge.backends.base import Measurement
 from forge.backends.cpu.hwinfo import available_memory_bytes
 from forge.ops import get_op
@@ -54,7 +55,7 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
         if avail is not None:   # the harness refuses buffers that would not fit (exit 3, says why)
             cmd.append(str(avail))
         try:
-            proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
+            proc = subprocess.Popen(dies_with_parent(cmd), stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True,
                                     start_new_session=True)
         except OSError as exc:
             return Measurement("runtime_error", f"could not start {exe}: {exc}")

@@ -18,6 +18,7 @@ import time
 from pathlib import Path
 from typing import Any, Sequence
 
+from forge.backends.child import dies_with_parent
 from forge.backends.base import Baseline, Measurement
 from forge.problem import Problem
 
@@ -56,7 +57,7 @@ def _measure_counts(req: dict[str, Any], counts: list[int], timeout: float) -> l
     env["PYTHONPATH"] = root + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     label = LABELS[req["op"]]
     limit = timeout * len(counts) + 60                        # + torch import time
-    proc = subprocess.Popen([sys.executable, *ENTRY], stdin=subprocess.PIPE, stdout=subprocess.PIPE,
+    proc = subprocess.Popen(dies_with_parent([sys.executable, *ENTRY]), stdin=subprocess.PIPE, stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, start_new_session=True)
     try:
         out, err = proc.communicate(json.dumps({**req, "threads": counts}), timeout=limit)

@@ -16,6 +16,7 @@ from typing import Any
 
 import numpy as np
 
+from forge.backends.child import dies_with_parent
 from forge.backends.cuda.nvcc import nvcc_path, nvcc_version
 from forge.generators.cuda.plan import Plan
 
@@ -111,7 +112,7 @@ def spec_files(plan: Plan, cubin: Path, folder: Path, inputs: dict[str, np.ndarr
 def run_harness(exe: Path, args: list[str], timeout: float) -> dict[str, Any]:
     """Run the harness; always returns a dict with `ok` (False with `stage`/`error` on failure)."""
     try:
-        r = subprocess.run([str(exe), *args], capture_output=True, text=True, timeout=timeout)
+        r = subprocess.run(dies_with_parent([str(exe), *args]), capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return {"ok": False, "stage": "timeout", "error": f"harness exceeded {timeout:.0f} s"}
     for line in reversed(r.stdout.strip().splitlines()):

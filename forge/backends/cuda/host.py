@@ -20,6 +20,7 @@ from pathlib import Path
 
 import numpy as np
 
+from forge.backends.child import dies_with_parent
 from forge.generators.cuda import Plan
 
 HEADER = Path(__file__).with_name("host_cuda.h")
@@ -181,7 +182,7 @@ def run(exe: str, plan: Plan, inputs: dict[str, np.ndarray], dtype: str, work: P
         files.append(str(path))
     env = dict(os.environ, OMP_DYNAMIC="false", OMP_WAIT_POLICY="passive")
     try:
-        r = subprocess.run([exe, *files, str(work / "result.bin")], capture_output=True, text=True, env=env,
+        r = subprocess.run(dies_with_parent([exe, *files, str(work / "result.bin")]), capture_output=True, text=True, env=env,
                            timeout=timeout, start_new_session=True)
     except subprocess.TimeoutExpired:
         return HostRun(False, status="timeout", error=f"host emulation did not finish in {timeout:.0f} s")

@@ -11,6 +11,7 @@ from typing import Any
 
 from forge.backends.base import Measurement
 from forge.backends.cuda.harness import FLUSH_MIN_BYTES
+from forge.backends.child import dies_with_parent
 from forge.problem import Problem
 
 _SCRIPT = r'''
@@ -72,8 +73,8 @@ def measure_torch(p: Problem, *, seed: int, reps: int, timeout: float) -> list[t
     """[(name, label, Measurement)], empty when torch (with CUDA) is not importable."""
     spec = json.dumps({"op": p.op, "shape": p.shape, "dtype": p.dtype, "attrs": p.attrs, "seed": seed})
     try:
-        r = subprocess.run([sys.executable, "-c", _SCRIPT, spec, str(max(5, reps)), str(FLUSH_MIN_BYTES)], capture_output=True,
-                           text=True, timeout=timeout)
+        r = subprocess.run(dies_with_parent([sys.executable, "-c", _SCRIPT, spec, str(max(5, reps)), str(FLUSH_MIN_BYTES)]),
+                           capture_output=True, text=True, timeout=timeout)
     except subprocess.TimeoutExpired:
         return []
     if r.returncode != 0:

@@ -30,6 +30,7 @@ from typing import Any, Mapping, Sequence
 import numpy as np
 import yaml
 
+from forge.backends.child import dies_with_parent
 from forge.errors import ForgeInputError
 from forge.paths import cache_dir
 
@@ -393,7 +394,7 @@ def run_kernel(
         spec.write_text("\n".join(lines) + "\n")
         t0 = time.monotonic()
         try:
-            proc = subprocess.run([str(binary), str(spec)], capture_output=True, text=True, timeout=timeout,
+            proc = subprocess.run(dies_with_parent([str(binary), str(spec)]), capture_output=True, text=True, timeout=timeout,
                                   start_new_session=True)
         except subprocess.TimeoutExpired as exc:
             return EmuResult(False, error_kind="timeout", error_detail={"detail": f"no result after {timeout:.0f} s"},
