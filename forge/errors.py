@@ -18,10 +18,38 @@ class ForgeInputError(ValueError):
         return type(self), (self.field, self.message)
 
 
+SQLITE_MAGIC = b"SQLite format 3\x00"
+
+
+def records_at(path: str | Path) -> str | None:
+    """What forge keeps at `path` when it is one of its record files (a run's store or run.json, a
+    bench's files, the tuning bank or any other SQLite database), else None."""
+    from forge.bench.runner import BENCH_FILE, CASE_MARKER
+    from forge.results.lock import LOCK_FILE
+    from forge.results.store import RUN_FILE, STORE_NAME
+
+    p = Path(path)
+    if not p.is_file():
+        return None
+    if p.name in (STORE_NAME, RUN_FILE, BENCH_FILE, CASE_MARKER, LOCK_FILE):
+        return f"forge's {p.name}"
+    try:
+        with open(p, "rb") as f:
+            if f.read(len(SQLITE_MAGIC)) == SQLITE_MAGIC:
+                return "an SQLite database (a forge store, an Optuna study or the tuning bank)"
+    except OSError:
+        pass
+    return None
+
+
 @contextmanager
 def writing(field: str, path: str | Path, what: str = "") -> Iterator[None]:
     """A path the user gave that cannot be created or written is their input error (the option
-    named by `field`), not a traceback."""
+    named by `field`), not a traceback; so is one that would replace what forge has recorded."""
+    kept = records_at(path)
+    if kept:
+        raise ForgeInputError(field, f"{path} is {kept}: writing over it would lose what it records; "
+                                     "name another file")
     try:
         yield
     except OSError as exc:

@@ -99,3 +99,38 @@ def test_compare_of_runs_of_two_problems_names_both_problems(small_run, tmp_path
     assert res.returncode == 2
     assert (f"error: B: {other} tunes softmax[M=4,N=16] float32 on cpu, not softmax[M=8,N=16] float32 on cpu"
             in res.stderr), res.stderr
+
+
+@pytest.mark.parametrize("command, target", [
+    (["report", "{run}", "--format", "json", "--output"], "run.json"),
+    (["report", "{run}", "--format", "md", "--output"], "forge.sqlite"),
+    (["runs", "{parent}", "--json"], "forge.sqlite"),
+    (["replay", "{run}", "--export"], "run.json"),
+    (["compare", "{run}", "{run2}", "--json"], "run.json"),
+])
+def test_an_output_file_never_replaces_what_forge_recorded(small_run, tmp_path, command, target):
+    """A report, listing or export written over a run's own store or run.json used to leave the run
+    unreadable; it is refused, naming the file, and the run reads as before."""
+    copy = tmp_path / "runs" / "run"
+    shutil.copytree(small_run, copy)
+    shutil.copytree(small_run, tmp_path / "runs" / "run2")
+    before = {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()}
+    args = [a.format(run=copy, run2=tmp_path / "runs" / "run2", parent=tmp_path / "runs") for a in command]
+    res = forge_cli(*args, str(copy / target))
+    assert res.returncode == 2, res.stderr[-2000:]
+    assert f"{copy / target} is " in res.stderr and "writing over it would lose what it records" in res.stderr
+    assert {p.name: p.read_bytes() for p in copy.iterdir() if p.is_file()} == before
+    assert forge_cli("report", str(copy)).returncode == 0
+
+
+def test_a_bank_export_onto_the_bank_itself_is_refused(small_run, tmp_path, monkeypatch):
+    from forge.bank import bank_offer
+    from forge.results import Store
+
+    bank = tmp_path / "bank.sqlite"
+    monkeypatch.setenv("FORGE_BANK", str(bank))
+    bank_offer([r for r in Store.for_run(small_run).records() if r.phase == "search" and r.status == "ok"])
+    kept = bank.read_bytes()
+    res = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "export", str(bank)], capture_output=True,
+                         text=True, timeout=120)
+    assert res.returncode == 2 and "an SQLite database" in res.stderr and bank.read_bytes() == kept, res.stderr
