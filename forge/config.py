@@ -8,15 +8,20 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
 from forge.errors import ForgeInputError
 from forge.search.strategies import check_strategy_options, strategy_names, strategy_unavailable
-from forge.yamlio import load_yaml
+from forge.yamlio import read_yaml_file
 
 
 RESULTS_DIR = Path("results")   # where runs and benches go without --out (forge runs lists it)
+# Bounds that keep every value usable downstream: seeds reach numpy's and Optuna's samplers, which
+# take 32-bit seeds; a timeout or a time budget becomes a subprocess or monotonic-clock deadline,
+# which infinity or a huge number overflows (a week and a year are beyond any tuning run).
+MAX_SEED = 2**32 - 1
+MAX_TIMEOUT_S = 7 * 24 * 3600
+MAX_TIME_BUDGET_S = 365 * 24 * 3600
 
 
 class SearchOptions(BaseModel):
@@ -27,12 +32,13 @@ class SearchOptions(BaseModel):
     target: str = "cpu"
     space: dict[str, Any] = Field(default_factory=dict, description="fix (scalar) or restrict (list) parameters")
     trials: int = Field(40, ge=1, description="unique variants to evaluate")
-    time_budget: float | None = Field(None, gt=0, description="seconds of wall time for the search")
+    time_budget: float | None = Field(None, gt=0, le=MAX_TIME_BUDGET_S, description="seconds of wall time for the search")
     patience: int | None = Field(None, ge=1, description="stop after this many evaluations without improvement")
     sampler: str = "forge"
     sampler_options: dict[str, Any] = Field(default_factory=dict,
                                             description="the sampler's own options, e.g. path_floor: 0.75")
-    seed: int = Field(0, ge=0, description="seeds the search and the inputs (numpy takes no negative seed)")
+    seed: int = Field(0, ge=0, le=MAX_SEED, description="seeds the search and the inputs (a 32-bit seed, as numpy "
+                                                          "and Optuna's samplers take)")
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
     build_workers: int | None = Field(None, ge=1)
@@ -40,7 +46,7 @@ class SearchOptions(BaseModel):
     measure: Literal["auto", "model", "device"] = "auto"
     reps: int = Field(10, ge=1, description="timed repetitions per variant")
     warmup: int = Field(2, ge=0)
-    timeout: float = Field(60.0, gt=0, description="seconds before a running variant counts as hung")
+    timeout: float = Field(60.0, gt=0, le=MAX_TIMEOUT_S, description="seconds before a running variant counts as hung")
     top_k: int = Field(3, ge=0, description="best variants re-measured at the end")
     final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure, split over several runs "
                                                   "of each finalist taking turns (forge.tuner.FINAL_ROUNDS)")
@@ -135,10 +141,7 @@ def load_config(path: str | Path, overrides: dict[str, Any] | None = None) -> Tu
         raise ForgeInputError("--config", f"{p} is a folder; give a YAML file (e.g. configs/attention.yaml)")
     if not p.is_file():
         raise ForgeInputError("--config", f"no such file: {p}")
-    try:
-        raw = load_yaml(p.read_text()) or {}
-    except yaml.YAMLError as exc:
-        raise ForgeInputError(str(p), f"not valid YAML: {exc}") from None
+    raw = read_yaml_file(p, str(p)) or {}
     if not isinstance(raw, dict):
         raise ForgeInputError(str(p), "the config must be a mapping of fields")
     raw.update({k: v for k, v in (overrides or {}).items() if v is not None})

@@ -140,6 +140,9 @@ class Space:
                 continue
             want = overrides[p.name]
             want = list(want) if isinstance(want, (list, tuple)) else [want]
+            if not want:
+                raise ForgeInputError(f"space.{p.name}", f"an empty list leaves no value to tune; give one or more "
+                                                         f"of {list(p.values)}, or leave {p.name} out")
             keep = sorted({p.index(v) for v in want})
             new.append(Param(p.name, tuple(p.values[i] for i in keep), p.ordered, p.doc))
         for name in overrides:

@@ -128,6 +128,13 @@ def test_parse_pairs():
     # an error in a value given by an option names the option
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--seed", "-1"], "--seed: Input should be greater than or equal"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--time-budget", "0"], "--time-budget: Input should be"),
+    # infinity or a huge number would overflow a subprocess deadline, a big seed the samplers
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--timeout", "inf"], "--timeout: Input should be less than or "
+                                                                             "equal to 604800 (got inf)"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--timeout", "1e12"], "--timeout: Input should be less than"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--time-budget", "inf"], "--time-budget: Input should be less"),
+    (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--seed", "4294967296"], "--seed: Input should be less than or "
+                                                                                 "equal to 4294967295"),
     # data larger than this machine's memory: refused up front, not failed variant by variant
     (["tune", "--op", "softmax", "--shape", "M=999999999999,N=256"],
      "shape: softmax[M=999999999999,N=256] float32 needs about"),
@@ -289,3 +296,19 @@ def test_a_target_refusing_one_dimension_names_it():
                      shape={"B": 1, "Hq": 2, "Hkv": 1, "S": 64, "D": 72})
     with pytest.raises(ForgeInputError, match=r"^shape\.D: .* D=72 is not a multiple of 16"):
         checked_problem(s)
+
+
+@pytest.mark.parametrize("content, says", [
+    (b"\xff\xfeop: rmsnorm\n", "not UTF-8 text (byte 0"),
+    # PyYAML keeps the last of a key given twice: the run tuned softmax without a word
+    (b"op: rmsnorm\nop: softmax\nshapes: [{M: 4, N: 8}]\n", "found the key 'op' a second time (first at line 1)"),
+    (b"op: rmsnorm\nshapes: [{M: 4, N: 8}]\nspace: {threads: []}\n",
+     "space.threads: an empty list leaves no value to tune"),
+])
+def test_a_config_that_cannot_be_read_as_written_is_named_not_a_traceback(tmp_path, content, says):
+    path = tmp_path / "c.yaml"
+    path.write_bytes(content)
+    res = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(path), "--no-bank", "--trials", "1",
+                          "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
+    assert not (tmp_path / "run").exists()

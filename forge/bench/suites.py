@@ -8,12 +8,11 @@ import os
 from pathlib import Path
 from typing import Any
 
-import yaml
 
 from forge.bench.cases import Suite, Unsupported
 from forge.bench.importers import CANN, SOL, import_cann_task, import_folder, import_sol_definition
 from forge.errors import ForgeInputError
-from forge.yamlio import load_yaml
+from forge.yamlio import read_yaml_file
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
 
@@ -66,10 +65,7 @@ def _need(entry: dict[str, Any], key: str, where: str) -> Any:
 
 
 def load_suite_file(path: Path) -> Suite:
-    try:
-        data = load_yaml(Path(path).read_text())
-    except yaml.YAMLError as exc:
-        raise ForgeInputError(str(path), f"not valid YAML: {exc}") from None
+    data = read_yaml_file(path, str(path))
     if not isinstance(data, dict):
         raise ForgeInputError(str(path), "a suite file must be a mapping with `source` and `problems` or `tasks`")
     source = data.get("source")
