@@ -33,7 +33,7 @@ from forge.problem import Problem
 from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
 from forge.results.record import failed_finalists
-from forge.results.store import RUN_FILE, STORE_NAME
+from forge.results.store import RUN_FILE, STORE_NAME, StoreError
 from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
@@ -337,6 +337,12 @@ def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: 
             else:
                 console.print("interrupted before the run started: nothing was evaluated and there is nothing "
                               "to resume; start the run again", markup=False, highlight=False, soft_wrap=True)
+            raise
+        except StoreError as exc:
+            if started:
+                console.print(f"stopped after {_variants(ctx.evaluated)}: {exc}. Everything recorded before is "
+                              f"kept; once that is put right, continue with: forge tune --resume {run_dir}",
+                              markup=False, highlight=False, soft_wrap=True)
             raise
         finally:
             if executor is not None:

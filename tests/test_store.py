@@ -33,3 +33,65 @@ def test_records_cannot_be_overwritten_or_deleted(tmp_path):
     with pytest.raises(sqlite3.IntegrityError, match="append-only"):
         s.conn.execute("DELETE FROM records")
     assert s.records()[0].status == "ok"
+
+
+def test_every_committed_record_is_in_the_database_file_itself(tmp_path):
+    """A copy of forge.sqlite alone, taken while the store is still open (as after a SIGKILL), holds
+    every committed record: the write-ahead log kept them in forge.sqlite-wal until the next open. A
+    store an earlier forge left in that mode is turned back when opened."""
+    s = Store.for_run(tmp_path / "a")
+    s.add(rec(1))
+    s.add(rec(2))
+    (tmp_path / "b").mkdir()
+    (tmp_path / "b" / "forge.sqlite").write_bytes((tmp_path / "a" / "forge.sqlite").read_bytes())
+    assert [r.variant_key for r in Store.for_run(tmp_path / "b").records()] == ["k1", "k2"]
+    s.close()
+    raw = sqlite3.connect(tmp_path / "a" / "forge.sqlite")
+    assert raw.execute("PRAGMA journal_mode=WAL").fetchone()[0] == "wal"
+    raw.close()
+    s = Store.for_run(tmp_path / "a")
+    assert s.conn.execute("PRAGMA journal_mode").fetchone()[0] == "delete" and s.count() == 2
+
+
+def test_a_store_damaged_past_its_first_page_is_named_not_a_traceback(tmp_path):
+    from forge.results.store import StoreError
+
+    s = Store.for_run(tmp_path)
+    for i in range(200):
+        s.add(rec(i))
+    s.close()
+    path = tmp_path / "forge.sqlite"
+    data = bytearray(path.read_bytes())
+    data[4096:4108] = b"\xff" * 12          # the header of page 2
+    path.write_bytes(bytes(data))
+    with pytest.raises(StoreError, match="forge.sqlite is not a readable forge store .*; the run folder is damaged"):
+        Store.for_run(tmp_path).records()
+
+
+def test_a_record_that_does_not_decode_is_named_not_a_traceback(tmp_path):
+    from forge.results.store import StoreError
+
+    s = Store.for_run(tmp_path)
+    s.add(rec(1))
+    s.conn.execute("DROP TRIGGER records_no_update")
+    s.conn.execute("UPDATE records SET config = '{broken'")
+    with pytest.raises(StoreError, match="holds a record that does not read .*JSONDecodeError.*the run folder is damaged"):
+        s.records()
+
+
+def test_a_store_another_program_keeps_locked_is_named_not_a_traceback(tmp_path, monkeypatch):
+    import forge.results.store as store_module
+
+    s = Store.for_run(tmp_path)
+    s.add(rec(1))
+    s.close()
+    monkeypatch.setattr(store_module, "BUSY_TIMEOUT_S", 0.2)
+    other = sqlite3.connect(tmp_path / "forge.sqlite", isolation_level=None)
+    other.execute("BEGIN EXCLUSIVE")
+    try:
+        with pytest.raises(store_module.StoreError, match="stayed locked by another program for 0.2 s"):
+            Store.for_run(tmp_path).add(rec(2))
+    finally:
+        other.execute("ROLLBACK")
+        other.close()
+    assert Store.for_run(tmp_path).count() == 1

@@ -628,3 +628,29 @@ def test_a_finalist_that_fails_its_final_re_measure_is_neither_ranked_nor_banked
     assert len(finals) == 2 and all(f["reason"] == "final re-measure: killed by SIGSEGV" for f in finals)
     assert any("2 of them failed the final re-measure and are not ranked" in line for line in headline(lb))
     assert bank_lookup(problem_of(s), "cpu")[0] == lb.rows[0].config
+
+
+def test_a_store_that_cannot_be_written_mid_run_stops_it_resumably(tmp_path, monkeypatch):
+    """A full disk under the run folder: the run stops with the store's reason and how to continue,
+    keeps every record written before, and the resume finishes it."""
+    from io import StringIO
+
+    from forge.results.store import StoreError
+
+    add = Store.add
+
+    def full_after_three(self, rec):
+        if rec.phase == "search" and self.count() >= 3 + sum(1 for r in self.records() if r.phase != "search"):
+            raise StoreError("run", f"cannot write {self.path}: database or disk is full")
+        return add(self, rec)
+
+    monkeypatch.setattr(Store, "add", full_after_three)
+    out = StringIO()
+    with pytest.raises(StoreError, match="database or disk is full"):
+        tune(settings(tmp_path), console=Console(file=out, width=300))
+    said = out.getvalue()
+    assert "stopped after" in said and f"continue with: forge tune --resume {tmp_path / 'run'}" in said, said
+    assert len(Store.for_run(tmp_path / "run").records(phase="search")) == 3
+    monkeypatch.setattr(Store, "add", add)
+    run = resume(tmp_path / "run", console=QUIET)
+    assert len(Store.for_run(run).records(phase="search")) == 8

@@ -5,11 +5,20 @@ A final re-measure is the exception: its records are committed together (`add_fi
 leaderboard stars some finalists of a re-measure that did not finish. A later final re-measure
 (a finished run extended with more trials) supersedes an earlier one: the earlier records stay in
 the database and `records(..., superseded=True)` reads them, but the run's results are the latest.
+
+The database keeps SQLite's rollback journal, not its write-ahead log: every committed record is
+then in `forge.sqlite` itself (a copy of that one file after a SIGKILL holds them all; with the log
+they stayed in `forge.sqlite-wal` until the next open), and a run folder on read-only storage reads
+without the log's shared-memory file, which cannot be created there. A store that still has the
+log (written by an earlier forge) is turned back where it can be written, and read as it is
+(`immutable`) where it cannot. Damage, a lock another program holds past the busy timeout and a
+full disk are a `StoreError` naming the file, never an SQLite traceback.
 """
 from __future__ import annotations
 
 import json
 import sqlite3
+from contextlib import contextmanager
 from dataclasses import fields
 from pathlib import Path
 from typing import Any, Iterator
@@ -25,29 +34,64 @@ _TYPES = {"median": "REAL", "spread": "REAL", "speedup_unfused": "REAL", "speedu
           "timestamp": "REAL", "trial": "INTEGER"}
 
 
+BUSY_TIMEOUT_S = 30
+
+
+class StoreError(ForgeInputError):
+    """A store that cannot be read or written: damaged, locked by another program, or on a full or
+    read-only disk. Everything committed before it is kept."""
+
+
 class Store:
     def __init__(self, path: str | Path):
         self.path = Path(path)
         self.path.parent.mkdir(parents=True, exist_ok=True)
-        self.conn = sqlite3.connect(str(self.path), timeout=30, isolation_level=None)
-        self.conn.row_factory = sqlite3.Row
+        with self._sql("open"):
+            self.conn = self._connect()
+        with self._sql("write"):
+            cols = ", ".join(f"{c} {_TYPES.get(c, 'TEXT')}" for c in _COLS)
+            self.conn.execute(f"CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")
+            self.conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(variant_key)")
+            self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
+            # Append-only by construction: the database itself refuses updates and deletes of records.
+            self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records "
+                              "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
+            self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records "
+                              "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
+
+    def _connect(self) -> sqlite3.Connection:
+        conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
         try:
-            self.conn.execute("PRAGMA journal_mode=WAL")
-        except sqlite3.OperationalError:   # locked or busy: not damage, reported as sqlite says
-            raise
+            mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+        except sqlite3.OperationalError as exc:
+            if not self.path.is_file() or "lock" in str(exc):
+                conn.close()
+                raise
+            mode = "wal"      # a write-ahead-log store where it cannot be turned back: read it as it is
+        if str(mode).lower() == "wal":
+            conn.close()
+            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+        conn.row_factory = sqlite3.Row
+        return conn
+
+    @contextmanager
+    def _sql(self, doing: str) -> Iterator[None]:
+        """SQLite's errors as the store's: what is wrong with which file, and what to do."""
+        try:
+            yield
+        except sqlite3.OperationalError as exc:
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                raise StoreError("run", f"{self.path} stayed locked by another program for {BUSY_TIMEOUT_S} s "
+                                        f"(a forge run of this folder would have been named); close it and run "
+                                        f"the command again") from None
+            raise StoreError("run", f"cannot {doing} {self.path}: {text}") from None
         except sqlite3.DatabaseError as exc:
-            self.conn.close()
-            raise ForgeInputError("run", f"{self.path} is not a readable forge store ({exc}); "
-                                         "the run folder is damaged") from None
-        cols = ", ".join(f"{c} {_TYPES.get(c, 'TEXT')}" for c in _COLS)
-        self.conn.execute(f"CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")
-        self.conn.execute("CREATE INDEX IF NOT EXISTS records_key ON records(variant_key)")
-        self.conn.execute("CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT)")
-        # Append-only by construction: the database itself refuses updates and deletes of records.
-        self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_update BEFORE UPDATE ON records "
-                          "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
-        self.conn.execute("CREATE TRIGGER IF NOT EXISTS records_no_delete BEFORE DELETE ON records "
-                          "BEGIN SELECT RAISE(ABORT, 'records are append-only'); END")
+            raise StoreError("run", f"{self.path} is not a readable forge store ({exc}); "
+                                    "the run folder is damaged") from None
+        except (ValueError, KeyError, TypeError) as exc:      # a record whose fields do not decode
+            raise StoreError("run", f"{self.path} holds a record that does not read ({type(exc).__name__}: "
+                                    f"{exc}); the run folder is damaged") from None
 
     @classmethod
     def for_run(cls, run_dir: str | Path) -> "Store":
@@ -56,22 +100,26 @@ class Store:
     def add(self, rec: Record) -> int:
         row = rec.to_row()
         row.pop("id", None)
-        cur = self.conn.execute(
-            f"INSERT INTO records ({', '.join(_COLS)}) VALUES ({', '.join('?' for _ in _COLS)})",
-            [row[c] for c in _COLS])
+        with self._sql("write"):
+            cur = self.conn.execute(
+                f"INSERT INTO records ({', '.join(_COLS)}) VALUES ({', '.join('?' for _ in _COLS)})",
+                [row[c] for c in _COLS])
         rec.id = int(cur.lastrowid)
         return rec.id
 
     def add_final(self, recs: list[Record]) -> None:
         """One final re-measure, committed whole; it supersedes any earlier one."""
-        self.conn.execute("BEGIN IMMEDIATE")
+        with self._sql("write"):
+            self.conn.execute("BEGIN IMMEDIATE")
         try:
             ids = [self.add(r) for r in recs]
             if ids:
                 self.set_meta(FINAL_FROM, min(ids))
-            self.conn.execute("COMMIT")
+            with self._sql("write"):
+                self.conn.execute("COMMIT")
         except BaseException:
-            self.conn.execute("ROLLBACK")
+            if self.conn.in_transaction:
+                self.conn.execute("ROLLBACK")
             raise
 
     def records(self, superseded: bool = False, **where: Any) -> list[Record]:
@@ -84,21 +132,28 @@ class Store:
             clauses.append("(phase != 'final' OR id >= ?)")
             args.append(final_from)
         sql = "SELECT * FROM records" + (" WHERE " + " AND ".join(clauses) if clauses else "")
-        for row in self.conn.execute(sql + " ORDER BY id", args):
-            yield Record.from_row(dict(row))
+        with self._sql("read"):
+            rows = self.conn.execute(sql + " ORDER BY id", args)
+            while (row := rows.fetchone()) is not None:
+                yield Record.from_row(dict(row))
 
     def keys(self, phase: str = "search") -> set[str]:
-        return {r[0] for r in self.conn.execute("SELECT DISTINCT variant_key FROM records WHERE phase = ?", (phase,))}
+        with self._sql("read"):
+            return {r[0] for r in self.conn.execute("SELECT DISTINCT variant_key FROM records WHERE phase = ?",
+                                                    (phase,))}
 
     def count(self) -> int:
-        return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
+        with self._sql("read"):
+            return int(self.conn.execute("SELECT COUNT(*) FROM records").fetchone()[0])
 
     def set_meta(self, key: str, value: Any) -> None:
-        self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
+        with self._sql("write"):
+            self.conn.execute("INSERT OR REPLACE INTO meta (key, value) VALUES (?, ?)", (key, json.dumps(value)))
 
     def get_meta(self, key: str, default: Any = None) -> Any:
-        row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return json.loads(row[0]) if row else default
+        with self._sql("read"):
+            row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+            return json.loads(row[0]) if row else default
 
     def close(self) -> None:
         self.conn.close()
