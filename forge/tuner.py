@@ -310,6 +310,19 @@ def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: 
         store = Store.for_run(run_dir)
         if not resume and store.count():
             raise ForgeInputError("--out", f"{run_dir} already holds a run; use `forge tune --resume {run_dir}`")
+        if not resume and (run_dir / RUN_FILE).is_file():
+            # a run stopped before it recorded anything: started again only as the same problem
+            before = read_run_file(run_dir)
+            was = (before.get("problem"), (before.get("target") or {}).get("name"))
+            now = ({"op": problem.op, "shape": problem.shape, "dtype": problem.dtype, "attrs": problem.attrs},
+                   backend.target.name)
+            if was != now:
+                op, shape = (was[0] or {}).get("op"), (was[0] or {}).get("shape") or {}
+                dims = ",".join(f"{k}={v}" for k, v in shape.items())
+                raise ForgeInputError("--out", f"{run_dir} holds a run of {op}[{dims}] "
+                                               f"{(was[0] or {}).get('dtype')} on {was[1]} (started, nothing recorded "
+                                               f"yet), not {problem.short()} on {backend.target.name}; give another "
+                                               f"--out, or resume it: forge tune --resume {run_dir}")
         run_id = store.get_meta("run_id") or run_dir.name
         store.set_meta("run_id", run_id)
         ctx = Context(settings, problem, backend, run_dir, store, console, run_id, fresh_patience=fresh_patience)

@@ -654,3 +654,24 @@ def test_a_store_that_cannot_be_written_mid_run_stops_it_resumably(tmp_path, mon
     monkeypatch.setattr(Store, "add", add)
     run = resume(tmp_path / "run", console=QUIET)
     assert len(Store.for_run(run).records(phase="search")) == 8
+
+
+def test_a_run_stopped_before_recording_anything_is_not_taken_over_by_another_problem(tmp_path, monkeypatch):
+    """Stopped during its baselines, a run has run.json and no records: `--out` of another problem
+    used to take the folder over and rewrite run.json; the same problem starts it again."""
+    import forge.tuner
+
+    def stop(*_a, **_k):
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(forge.tuner, "measure_baselines", stop)
+    with pytest.raises(KeyboardInterrupt):
+        tune(settings(tmp_path), console=QUIET)
+    assert Store.for_run(tmp_path / "run").count() == 0
+    monkeypatch.undo()
+    with pytest.raises(ForgeInputError, match=r"--out: .* holds a run of softmax\[M=128,N=256\] float32 on cpu "
+                                              r"\(started, nothing recorded yet\), not rmsnorm\[M=128,N=256\]"):
+        tune(settings(tmp_path, op="rmsnorm"), console=QUIET)
+    assert json.loads((tmp_path / "run" / "run.json").read_text())["problem"]["op"] == "softmax"
+    run = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
+    assert len(Store.for_run(run).records(phase="search")) == 2
