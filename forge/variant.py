@@ -16,9 +16,16 @@ def config_text(config: Mapping[str, Any] | None) -> str:
 
 @dataclass(frozen=True)
 class Variant:
+    """The config is kept in name order: a config read back from the store (JSON with sorted keys)
+    then generates the very source the search built, not a copy whose header lists the same values
+    in another order and so hashes, and compiles, as another program."""
+
     problem: Problem
     target: str
     config: dict[str, Any]
+
+    def __post_init__(self) -> None:
+        object.__setattr__(self, "config", dict(sorted(self.config.items())))
 
     def key(self) -> str:
         """Identity used to never measure the same variant twice within a run."""

@@ -64,6 +64,10 @@ def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
     assert a != b and all({last[i][0], last[i + 1][0]} == {a, b} for i in (0, 2, 4))   # each round both
     assert {r.variant_key for r in finals} == {a, b}
     assert all(len(r.timings) == 7 and r.extra["runs"] == 3 for r in finals)
+    # the finalists run the programs the search built: their configs, read back from the store in
+    # another key order, generate the same source
+    searched = {r.variant_key: r.source_hash for r in Store.for_run(run).records(phase="search")}
+    assert all(r.source_hash and r.source_hash == searched[r.variant_key] for r in finals)
 
 
 def test_a_finalist_that_fails_in_one_run_is_recorded_with_that_failure():
