@@ -73,6 +73,24 @@ def test_build_cache_hit(cache_dir):
     assert second.build_seconds == 0.0
 
 
+@pytest.mark.parametrize("damage", ["program missing", "program cut short"])
+def test_a_damaged_cache_entry_is_built_again(tmp_path, damage):
+    """A cache folder without its program used to fail every later build ("Directory not empty"),
+    and a truncated program ran as a kernel crash; either is now built again and runs."""
+    be = get_backend("cpu")
+    v = Variant(P, "cpu", BASE | {"algo": "twopass"})
+    first = be.build(v, tmp_path)
+    exe = Path(first.path)
+    if damage == "program missing":
+        exe.unlink()
+    else:
+        exe.write_bytes(exe.read_bytes()[:4096])
+    again = be.build(v, tmp_path)
+    assert again.ok and not again.cached and again.path == first.path, again.error
+    assert be.run(again, v, seed=0, warmup=0, reps=1, timeout=20).status == "ok"
+    assert be.build(v, tmp_path).cached
+
+
 def _build_in_process(args):
     cache_dir, cfg = args
     art = get_backend("cpu").build(Variant(P, "cpu", cfg), cache_dir)

@@ -1,10 +1,14 @@
 """Compile a generated C source into `cache_dir/<source_hash>/prog`, cached and race-safe.
 
 Several processes may build the same source at once: each compiles in its own temporary folder
-and renames it into place; the loser of the rename discards its identical copy.
+and renames it into place; the loser of the rename discards its identical copy. An entry is used
+only while its program still matches the size and digest written beside it when it was built: a
+cache folder damaged since (a program missing or cut short by a full disk or a careless clean-up)
+is built again, rather than failing every later run of the variant as if its kernel crashed.
 """
 from __future__ import annotations
 
+import hashlib
 import os
 import shutil
 import subprocess
@@ -16,7 +20,30 @@ from pathlib import Path
 from forge.backends.base import Artifact, Source
 
 EXE = "prog"
+STAMP = "prog.sha256"       # "<size> <sha256>" of EXE, written last: an entry without it is unfinished
 BUILD_TIMEOUT_S = 300
+
+
+def _stamp_of(exe: Path) -> str:
+    data = exe.read_bytes()
+    return f"{len(data)} {hashlib.sha256(data).hexdigest()}"
+
+
+def _intact(final: Path) -> bool:
+    try:
+        return (final / STAMP).read_text() == _stamp_of(final / EXE)
+    except OSError:
+        return False
+
+
+def _discard(final: Path) -> None:
+    """Move a damaged entry out of the way (a concurrent builder may be doing the same) and remove it."""
+    aside = final.with_name(f".damaged-{final.name}-{os.getpid()}-{time.monotonic_ns()}")
+    try:
+        os.rename(final, aside)
+    except OSError:
+        return
+    shutil.rmtree(aside, ignore_errors=True)
 
 
 @lru_cache(maxsize=None)
@@ -36,8 +63,10 @@ def build_source(source: Source, key: str, cache_dir: Path, compiler: str, flags
     final = cache_dir / digest
     exe = final / EXE
     common = dict(variant_key=key, source_hash=digest, toolchain=toolchain, flags=list(flags))
-    if exe.exists():
-        return Artifact(ok=True, path=str(exe), cached=True, **common)
+    if final.exists():
+        if _intact(final):
+            return Artifact(ok=True, path=str(exe), cached=True, **common)
+        _discard(final)
     cache_dir.mkdir(parents=True, exist_ok=True)
     tmp = Path(tempfile.mkdtemp(prefix=f".{digest}-", dir=cache_dir))
     try:
@@ -56,10 +85,11 @@ def build_source(source: Source, key: str, cache_dir: Path, compiler: str, flags
         if proc.returncode != 0:
             return Artifact(ok=False, error=(proc.stderr or proc.stdout).strip()[-4000:],
                             build_seconds=seconds, **common)
+        (tmp / STAMP).write_text(_stamp_of(tmp / EXE))
         try:
             os.rename(tmp, final)
         except OSError:
-            if not exe.exists():  # not a lost race: a real failure
+            if not _intact(final):  # not a lost race: a real failure
                 raise
         return Artifact(ok=True, path=str(exe), build_seconds=seconds, **common)
     finally:
