@@ -38,7 +38,7 @@ from forge.results.lock import folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
 from forge.space import Enumeration, Space
-from forge.targets import Target, get_target
+from forge.targets import get_target
 from forge.variant import Variant, config_text
 
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
@@ -215,15 +215,16 @@ def _note_result(ctx: Context, rec: Record) -> None:
         ctx.since_improvement += 1
 
 
-def refuse_past_timeout(problem: Problem, target: Target, timeout: float) -> None:
-    """A problem whose roofline bound alone exceeds --timeout would have every variant time out, one
-    timeout after another: refused before anything is built, naming both."""
-    op = get_op(problem.op)
-    roof = target.roofline_seconds(op.flops(problem), op.min_bytes(problem), problem.dtype)
-    if roof > timeout:
-        raise ForgeInputError("--timeout", f"{problem.short()} takes at least {fmt_seconds(roof)} on {target.name} "
-                                           f"(its roofline bound), so no variant can finish within --timeout "
-                                           f"{timeout:g} s; raise --timeout or give a smaller shape")
+def refuse_past_timeout(problem: Problem, backend: Backend, settings: TuneSettings) -> None:
+    """A problem whose measurement alone (its roofline bound at every call, and what the harness
+    does between calls) exceeds --timeout would have every variant time out, one timeout after
+    another: refused before anything is built, naming what it is made of."""
+    floor, parts = backend.measurement_floor(problem, settings.warmup, settings.reps)
+    if floor > settings.timeout:
+        raise ForgeInputError("--timeout", f"{problem.short()} on {backend.target.name}: one measurement takes at "
+                                           f"least {fmt_seconds(floor)} ({parts}), so no variant can finish within "
+                                           f"--timeout {settings.timeout:g} s; raise --timeout, lower --reps, or give "
+                                           "a smaller shape")
 
 
 def dtype_the_target_takes(settings: TuneSettings) -> list[str]:
@@ -276,7 +277,7 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
         can_measure = backend.measure_available()
         refuse_device_without_one(settings.measure, can_measure)
         if can_measure[0] and settings.measure != "model":
-            refuse_past_timeout(problem, target, settings.timeout)
+            refuse_past_timeout(problem, backend, settings)
     if settings.executor == "ray":
         from forge.executor.ray_executor import check_reachable
 

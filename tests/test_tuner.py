@@ -604,12 +604,25 @@ def test_a_cpu_run_with_measure_model_is_unchecked_and_not_banked(tmp_path, monk
 def test_a_shape_whose_roofline_exceeds_the_timeout_is_refused_before_anything_is_built(tmp_path):
     """Attention at S = 10^6 on a CPU needs over an hour by its roofline alone (minutes or hours
     by the probed machine): every variant would time out in turn, so the run is refused up front,
-    naming --timeout."""
-    with pytest.raises(ForgeInputError, match=r"--timeout: attention\[.*\] float32 takes at least .* (min|h) on cpu \(its roofline "
-                                              r"bound\), so no variant can finish within --timeout 60 s"):
-        tune(settings(tmp_path, op="attention", shape={"B": 1, "H": 8, "S": 1_000_000, "D": 64}, timeout=60.0),
-             console=QUIET)
+    naming --timeout and what the least measurement is made of."""
+    with pytest.raises(ForgeInputError, match=r"--timeout: attention\[.*\] float32 on cpu: one measurement takes at "
+                                              r"least .* (min|h) \(5 calls at its roofline bound of .*\), so no "
+                                              r"variant can finish within --timeout 60 s"):
+        tune(settings(tmp_path, op="attention", shape={"B": 1, "H": 8, "S": 1_000_000, "D": 64}, timeout=60.0,
+                      reps=3, warmup=1), console=QUIET)
     assert not (tmp_path / "run").exists()
+
+
+def test_a_timeout_the_harness_cache_flushes_alone_outlast_is_refused(tmp_path, monkeypatch):
+    """A host reporting a large L3 gets a flush of twice its size before each timed call: with a
+    short --timeout every variant of even a tiny problem timed out in turn."""
+    from forge.backends.cpu.backend import CpuBackend
+
+    monkeypatch.setattr(CpuBackend, "_flush_bytes", lambda self: 1 << 40)
+    with pytest.raises(ForgeInputError, match=r"--timeout: softmax\[M=128,N=256\] float32 on cpu: one measurement "
+                                              r"takes at least .* and a cache flush over 1,024.0 GiB before each of "
+                                              r"the 3 timed ones\), so no variant can finish within --timeout 5 s"):
+        tune(settings(tmp_path), console=QUIET)
 
 
 def test_a_finalist_that_fails_its_final_re_measure_is_neither_ranked_nor_banked(tmp_path, monkeypatch):

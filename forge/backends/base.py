@@ -191,6 +191,18 @@ class Backend(ABC):
                 f"in {problem.dtype}{', and ' + extra_is if extra else ''}); the {self.target.name} target has "
                 f"{gib(have)}")
 
+    def measurement_floor(self, problem: Problem, warmup: int, reps: int) -> tuple[float, str]:
+        """The least time one measured run of a variant takes, and what it is made of: every call
+        (the checked one, the warm-ups, the timed repetitions) at the problem's roofline bound. A
+        backend whose harness does more between calls adds it."""
+        from forge.ops import get_op
+        from forge.report.progress import fmt_seconds
+
+        op = get_op(problem.op)
+        roof = self.target.roofline_seconds(op.flops(problem), op.min_bytes(problem), problem.dtype)
+        calls = 1 + warmup + reps
+        return calls * roof, f"{calls} calls at its roofline bound of {fmt_seconds(roof)}"
+
     def device_overhead(self) -> tuple[int, str]:
         """Device memory a measurement takes beyond the problem's data, and what it is."""
         return 0, ""

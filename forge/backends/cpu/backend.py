@@ -88,6 +88,18 @@ class CpuBackend(Backend):
     def _flush_bytes(self) -> int:
         return 2 * hwinfo.cache_bytes(self.target, 3)
 
+    def measurement_floor(self, problem: Problem, warmup: int, reps: int) -> tuple[float, str]:
+        """The calls, and before each timed one the harness's cache flush: a pass over twice the
+        last-level cache, at least its size over the memory bandwidth. On a host reporting a large
+        L3 the flushes alone can outlast a short --timeout."""
+        floor, parts = super().measurement_floor(problem, warmup, reps)
+        bandwidth = self.target.memory_bandwidth
+        if not bandwidth:
+            return floor, parts
+        flush = self._flush_bytes()
+        return (floor + reps * flush / bandwidth,
+                f"{parts}, and a cache flush over {gib(flush)} before each of the {reps} timed ones")
+
     def run(self, artifact: Artifact, variant: Variant, *, seed: int, warmup: int, reps: int,
             timeout: float) -> Measurement:
         if not artifact.ok:
