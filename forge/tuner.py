@@ -437,8 +437,13 @@ def resume(run_dir: Path, console: Console | None = None, replace_placement: boo
     store = Store.for_run(run_dir)
     try:
         check_records(run_dir, info, store.count())
+        searched = len(store.keys("search"))
     finally:
         store.close()
+    if overrides.get("trials") is not None and 1 <= overrides["trials"] < searched:
+        # the run's budget would then read "6 of 3 variants"; a smaller one cannot unsay what ran
+        raise ForgeInputError("--trials", f"{overrides['trials']} is below the {searched} variants {run_dir} has "
+                                          f"evaluated; give at least {searched}, or resume without --trials")
     data = dict(info["settings"])
     # None leaves a setting as the run had it, except a limit given as None on purpose (a config
     # whose patience or time budget became "none"): that one is lifted

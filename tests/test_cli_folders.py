@@ -53,7 +53,8 @@ def test_a_damaged_run_folder_is_named_not_a_traceback(small_run, tmp_path, dama
     assert "Traceback" not in res.stderr
 
 
-@pytest.mark.parametrize("flag,value", [("--trials", "0"), ("--patience", "0"), ("--executor", "nope")])
+@pytest.mark.parametrize("flag,value", [("--trials", "0"), ("--patience", "0"), ("--executor", "nope"),
+                                        ("--trials", "1")])   # below the 2 evaluated: "2 of 1 variants"
 def test_a_bad_value_given_with_resume_names_the_flag(small_run, flag, value):
     res = forge_cli("tune", "--resume", str(small_run), flag, value)
     assert res.returncode == 2, res.stderr[-2000:]
