@@ -63,6 +63,23 @@ def input_seed(variant: Variant, seed: int, phase: str) -> int:
     return int.from_bytes(h[:4], "little")
 
 
+def _strategy_for_run(ctx: Context, enum: Enumeration) -> Strategy:
+    """The run's strategy on its Optuna study file. The study is a cache of what forge.sqlite holds
+    (the strategy is warm-started from the records), so a damaged one is set aside and begun again
+    rather than stopping the resume."""
+    path = (ctx.run_dir / OPTUNA_FILE).resolve()
+    try:
+        return make_strategy(ctx.settings, enum, f"sqlite:///{path}")
+    except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors, whichever the damage raises
+        if type(exc).__module__.split(".")[0] != "sqlalchemy" or not path.is_file():
+            raise
+        aside = path.with_name(f"{OPTUNA_FILE}.damaged-{int(time.time())}")
+        path.rename(aside)
+        ctx.console.print(f"{OPTUNA_FILE} did not read ({str(exc).splitlines()[0]}); set aside as {aside.name} and "
+                          "begun again from the run's records", markup=False, highlight=False)
+        return make_strategy(ctx.settings, enum, f"sqlite:///{path}")
+
+
 def make_strategy(settings: TuneSettings, enum: Enumeration, storage: str | None) -> Strategy:
     from forge.search.strategies import get_strategy
 
@@ -543,8 +560,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     start = ctx.store.get_meta("patience_from")
     if isinstance(start, int):
         ctx.since_improvement = min(ctx.since_improvement, len(recs) - start)
-    storage = f"sqlite:///{(ctx.run_dir / OPTUNA_FILE).resolve()}"
-    strategy = make_strategy(s, enum, storage)
+    strategy = _strategy_for_run(ctx, enum)
     strategy.warm_start([(r.config, r.median if r.status == "ok" else None) for r in recs
                          if strategy.contains(r.config) and not strategy.proposed[strategy.row(r.config)]])
     if recs:

@@ -692,3 +692,15 @@ def test_a_run_stopped_before_recording_anything_is_not_taken_over_by_another_pr
     assert json.loads((tmp_path / "run" / "run.json").read_text())["problem"]["op"] == "softmax"
     run = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
     assert len(Store.for_run(run).records(phase="search")) == 2
+
+
+def test_a_damaged_optuna_study_is_set_aside_and_the_resume_goes_on(tmp_path):
+    """optuna.sqlite holds nothing forge.sqlite does not: damaged, it is begun again from the records."""
+    from io import StringIO
+
+    run = tune(settings(tmp_path, sampler="tpe", trials=3, top_k=0), console=QUIET)
+    (run / "optuna.sqlite").write_text("not a database")
+    out = StringIO()
+    resume(run, console=Console(file=out, width=300), trials=5)
+    assert len(Store.for_run(run).records(phase="search")) == 5
+    assert "optuna.sqlite did not read" in out.getvalue() and len(list(run.glob("optuna.sqlite.damaged-*"))) == 1
