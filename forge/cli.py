@@ -126,7 +126,7 @@ def tune(
 ) -> None:
     """Tune one operator on one target and print its leaderboard."""
     from forge import tuner
-    from forge.config import TuneSettings, load_config, make_settings
+    from forge.config import load_config, make_settings
 
     flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
@@ -160,8 +160,20 @@ def tune(
         if options:
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
-        settings = cfg.settings()
-        _check_shapes(settings, config, {k for k, v in flags.items() if v is not None} | ({"shape"} if shape else set()))
+        given = {k for k, v in flags.items() if v is not None} | ({"shape"} if shape else set())
+        # an attribute or a space parameter given by a flag is named as the flag gives it
+        by_flag = {f"attrs.{k}": f"--attr {k}" for k in parse_pairs(attr, "--attr")}
+        by_flag |= {"attrs.causal": "--causal"} if causal is not None else {}
+        by_flag |= {f"space.{k}": f"--space {k}" for k in parse_pairs(space, "--space")}
+        try:
+            settings = cfg.settings()
+        except ForgeInputError as exc:
+            field = exc.field.removeprefix("shapes[0].")
+            raise ForgeInputError(by_flag.get(field, f"{config.name}: {exc.field}"),
+                                  str(exc).removeprefix(f"{exc.field}: ")) from None
+        if dtype is None and "dtype" not in cfg.model_fields_set:
+            settings = [_dtype_the_target_takes(s) for s in settings]
+        _check_shapes(settings, config, given, by_flag)
         if len(settings) > 1 and settings[0].out is not None:
             _check_config_folder(Path(settings[0].out).parent, "--out" if out_dir else f"{config.name}: out")
     else:
@@ -182,11 +194,8 @@ def tune(
         _check_options(sampler or "forge", options)
         settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
                                   space=parse_pairs(space, "--space"), out=out_dir, **flags)]
-        takes = tuner.dtype_the_target_takes(settings[0]) if dtype is None else []
-        if takes:
-            settings = [settings[0].model_copy(update={"dtype": takes[0]})]
-            err.print(f"no --dtype given: using {takes[0]} ({op} on {settings[0].target} takes "
-                      f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})", highlight=False)
+        if dtype is None:
+            settings = [_dtype_the_target_takes(settings[0])]
     runs, empty = [], []
     for i, s in enumerate(settings):
         try:
@@ -256,10 +265,28 @@ def _check_config_folder(folder: Path, field: str) -> None:
                                      "shape (shape0, shape1, …) into its out folder: give another one")
 
 
-def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:
+def _dtype_the_target_takes(settings: Any) -> Any:
+    """Settings with no dtype given (neither --dtype nor a config's `dtype:`), moved to the first
+    dtype the target takes the op in where it does not take the default, and said in one line."""
+    from forge import tuner
+    from forge.config import TuneSettings
+
+    try:
+        takes = tuner.dtype_the_target_takes(settings)
+    except ForgeInputError:       # another fault of the settings: the checks that follow name it
+        return settings
+    if not takes:
+        return settings
+    err.print(f"no --dtype given: using {takes[0]} ({settings.op} on {settings.target} takes "
+              f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})", highlight=False)
+    return settings.model_copy(update={"dtype": takes[0]})
+
+
+def _check_shapes(settings: list[Any], config: Path, flags: set[str], by_flag: dict[str, str]) -> None:
     """Every shape of a config is checked before the first is tuned: a typo in the last one would
     otherwise surface only after the others' searches. An error names the config's field, or the
-    flag (in `flags`, the settings given on the command line) that overrode it."""
+    flag (in `flags`, the settings given on the command line; in `by_flag`, the attributes and
+    space parameters, with the flag that gave each) that overrode it."""
     from forge.executor import check_placement
     from forge.tuner import checked_problem
 
@@ -274,6 +301,8 @@ def _check_shapes(settings: list[Any], config: Path, flags: set[str]) -> None:
                 field = ("shape" if flagged else f"shapes[{i}]") + field.removeprefix("shape")
             elif flagged and field[2:].replace("-", "_") not in flags:
                 field, flagged = field[2:].replace("-", "_"), False          # set in the config, not by the flag
+            elif field in by_flag:
+                field, flagged = by_flag[field], True
             raise ForgeInputError(field if flagged else f"{config.name}: {field}",
                                   str(exc).removeprefix(f"{exc.field}: ")) from None
 

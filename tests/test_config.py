@@ -278,6 +278,29 @@ def test_no_dtype_given_starts_in_one_the_target_takes(tmp_path):
     assert "no --dtype given: using float16 (attention on h100 takes float16, bfloat16, not float32)" in res.output
     res = CliRunner().invoke(app, [*argv, "--dtype", "float32"])
     assert isinstance(res.exception, ForgeInputError) and res.exception.field == "dtype"
+    # the same from a config with no `dtype:`; a config's own dtype is never replaced
+    cfg = write(tmp_path, f"op: attention\ntarget: h100\nshapes: [{{B: 1, H: 2, S: 64, D: 64}}]\n"
+                          f"out: {blocked / 'run'}\n")
+    res = CliRunner().invoke(app, ["tune", "--config", str(cfg)])
+    assert "no --dtype given: using float16 (attention on h100 takes float16, bfloat16, not float32)" in res.output
+    cfg.write_text(cfg.read_text() + "dtype: float32\n")
+    res = CliRunner().invoke(app, ["tune", "--config", str(cfg)])
+    assert isinstance(res.exception, ForgeInputError) and res.exception.field == "c.yaml: dtype"
+
+
+@pytest.mark.parametrize("flags, field", [
+    (["--causal"], "--causal"),
+    (["--attr", "nope=1"], "--attr nope"),
+    (["--space", "bogus=1"], "--space bogus"),
+    ([], "c.yaml: attrs.bad"),
+])
+def test_an_attribute_or_parameter_given_by_flag_over_a_config_is_named_as_the_flag(tmp_path, flags, field):
+    from typer.testing import CliRunner
+
+    cfg = write(tmp_path, f"op: rmsnorm\nshapes: [{{M: 4, N: 8}}]\nout: {tmp_path / 'r'}\n"
+                          + ("" if flags else "attrs: {bad: 1}\n"))
+    res = CliRunner().invoke(app, ["tune", "--config", str(cfg), *flags])
+    assert isinstance(res.exception, ForgeInputError) and res.exception.field == field, res.exception
 
 
 def test_version():
