@@ -135,6 +135,9 @@ def tune(
     options = parse_pairs(sampler_options, "--sampler-options")
     attrs = parse_pairs(attr, "--attr")
     if causal is not None:
+        if "causal" in attrs:
+            raise ForgeInputError("--causal", f"given twice: --attr causal={attrs['causal']} and "
+                                              f"--{'' if causal else 'no-'}causal; give one")
         attrs["causal"] = causal
     if resume is not None:
         given = {k: v for k, v in {**flags, "op": op, "shape": shape, "attr": attr, "causal": causal, "space": space,

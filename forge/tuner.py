@@ -34,7 +34,7 @@ from forge.report.progress import fmt_seconds, make_console, plural
 from forge.results import Record, Store
 from forge.results.record import failed_finalists
 from forge.results.store import RUN_FILE, STORE_NAME, StoreError
-from forge.results.lock import folder_lock
+from forge.results.lock import LOCK_FILE, folder_lock
 from forge.results.remeasure import shift_of_records
 from forge.search.strategy import Strategy
 from forge.space import Enumeration, Space
@@ -307,6 +307,10 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
     if not (run_dir / RUN_FILE).is_file() and holds_runs(run_dir):
         raise ForgeInputError("--out", f"{run_dir} holds runs of its own (a config's shape folders, or a results "
                                        "folder; `forge runs` lists them); give another --out")
+    others = sorted(p.name for p in run_dir.iterdir() if not _forge_file(p.name)) if run_dir.is_dir() else []
+    if others and not (run_dir / RUN_FILE).is_file():
+        raise ForgeInputError("--out", f"{run_dir} holds files that are not a forge run's ({', '.join(others[:3])}"
+                                       f"{', …' if len(others) > 3 else ''}); give a new or empty folder")
     created = not run_dir.exists()
     with writing("--out", run_dir, "the run folder"):
         run_dir.mkdir(parents=True, exist_ok=True)
@@ -319,6 +323,12 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
             # Ray starts): nothing was recorded, and an empty folder would only read as a damaged run
             shutil.rmtree(run_dir, ignore_errors=True)
         raise
+
+
+def _forge_file(name: str) -> bool:
+    """Whether a run folder's entry is one forge writes there (its store with SQLite's side files,
+    the Optuna study, the lock, run.json)."""
+    return name in (RUN_FILE, LOCK_FILE) or name.startswith((STORE_NAME, OPTUNA_FILE))
 
 
 def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: Space, enum: Enumeration,

@@ -122,6 +122,8 @@ def test_parse_pairs():
     # a name given twice, or an alias beside a dimension it sets: refused, not "the last one wins"
     (["tune", "--op", "softmax", "--shape", "M=4,N=8,M=2"], "--shape M: given twice"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--attr", "x=1,x=2"], "--attr x: given twice"),
+    (["tune", "--op", "attention", "--shape", "B=1,H=2,S=8,D=8", "--attr", "causal=true", "--no-causal"],
+     "--causal: given twice: --attr causal=True and --no-causal"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,Hq=8,S=64,D=64"], "shape.H: sets both Hq and Hkv"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,S=64,Sq=32,D=64"], "shape.S: sets both Sq and Skv"),
     (["tune", "--op", "softmax", "--shape", ""], "shape.M: missing dimension"),

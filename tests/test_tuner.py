@@ -704,3 +704,13 @@ def test_a_damaged_optuna_study_is_set_aside_and_the_resume_goes_on(tmp_path):
     resume(run, console=Console(file=out, width=300), trials=5)
     assert len(Store.for_run(run).records(phase="search")) == 5
     assert "optuna.sqlite did not read" in out.getvalue() and len(list(run.glob("optuna.sqlite.damaged-*"))) == 1
+
+
+def test_out_into_a_folder_of_other_files_is_refused(tmp_path):
+    """forge.sqlite and run.json written among a user's own files mixed a run into them."""
+    (tmp_path / "run").mkdir()
+    (tmp_path / "run" / "notes.txt").write_text("mine")
+    with pytest.raises(ForgeInputError, match=r"--out: .* holds files that are not a forge run's \(notes.txt\); "
+                                              r"give a new or empty folder"):
+        tune(settings(tmp_path), console=QUIET)
+    assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["notes.txt"]
