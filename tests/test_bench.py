@@ -576,9 +576,19 @@ def test_report_of_a_bench_writes_the_format_asked_where_asked_and_a_bench_where
     res = CliRunner().invoke(app, ["report", str(tmp_path / "b"), "--format", "csv"])
     assert isinstance(res.exception, ForgeInputError)           # exit 2 by forge's main
     assert "unknown format 'csv' for a bench folder; allowed: json, md, html" in str(res.exception)
-    res = CliRunner().invoke(app, ["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "softmax",
-                                   "--out", str(tmp_path / "b"), "--report-only"])
+    argv = ["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "softmax", "--out", str(tmp_path / "b"),
+            "--report-only"]
+    # --report-only reads the folder as it is: another suite or target is a mistake, not a report
+    res = CliRunner().invoke(app, argv)
+    assert isinstance(res.exception, ForgeInputError) and res.exception.field == "--suite", res.output
+    meta = json.loads((tmp_path / "b" / "bench.json").read_text())
+    (tmp_path / "b" / "bench.json").write_text(json.dumps(meta | {"suite": "cannbench"}))
+    res = CliRunner().invoke(app, argv)
     assert res.exit_code == 1 and "no case of" in res.output
+    for suite, target, field in (("sol_execbench", "cpu", "--suite"), ("cannbench", "h100", "--target")):
+        res = CliRunner().invoke(app, ["bench", "--suite", suite, "--target", target, "--out", str(tmp_path / "b"),
+                                       "--report-only"])
+        assert isinstance(res.exception, ForgeInputError) and res.exception.field == field, res.output
 
 
 def test_a_case_is_scored_against_the_bound_its_run_computed(tmp_path, fake_tuner):

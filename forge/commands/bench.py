@@ -14,7 +14,7 @@ from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.config import RESULTS_DIR
-from forge.errors import ForgeInputError, writing
+from forge.errors import ForgeInputError, read_json, writing
 from forge.report.progress import plural
 from forge.search.strategies import sampler_choices
 
@@ -82,6 +82,13 @@ def bench(
                    f"failed {counts['failed']} in {time.time() - started:.1f} s")
     if not (bench_dir / BENCH_FILE).is_file():
         raise ForgeInputError("--out", f"{bench_dir} holds no bench yet; run forge bench without --report-only first")
+    if report_only:    # the folder is reported as it is: a suite or target it does not hold is a mistake
+        held = read_json("--out", bench_dir / BENCH_FILE)
+        if held.get("target") != target:
+            raise ForgeInputError("--target", f"{bench_dir} holds a bench on {held.get('target')!r}, not {target!r}")
+        if held.get("suite") != s.name:
+            raise ForgeInputError("--suite", f"{bench_dir} holds a bench of suite {held.get('suite')!r}, not "
+                                             f"{s.name!r}")
     board = build_board(bench_dir)
     for kind, p in write_reports(bench_dir, board=board).items():
         typer.echo(f"{kind}: {p}")
