@@ -149,6 +149,10 @@ def test_a_budget_covering_the_whole_space_is_said_and_not_scored(tmp_path):
                                       "--seeds", "2", "--strategy", "random"])
     assert res.exit_code == 0, res.output
     assert "note: the budget 1000 covers all" in res.output and "score         —" in res.output
+    # said before the runs, which stop at the space's size (a strategy over a large space takes long)
+    assert res.output.index("covers all") < res.output.index("space      ")
+    n = res.output.split("covers all ")[1].split()[0]
+    assert f"each run stops at {n}" in res.output and f"budget {n} unique valid evaluations" in res.output
 
 
 class _Wasteful(Strategy):

@@ -50,6 +50,11 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
         opts = parse_pairs(options, "--options")
         check_strategy_options(strategy, opts, "--options")
         data = load_cache(cachefile)
+        if budget >= len(data.time_s):   # said before the runs: a strategy's runs over a whole space take long
+            typer.echo(f"note: the budget {budget} covers all {len(data.time_s)} valid points: every strategy finds "
+                       "the optimum, and the score says nothing"
+                       + (f"; each run stops at {len(data.time_s)}" if budget > len(data.time_s) else ""), err=True)
+            budget = len(data.time_s)
         con = make_console(stderr=True)
         each = range(seeds)
         if con.is_terminal:          # a live bar on a terminal only: slow samplers take minutes
@@ -65,9 +70,6 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     if data.time_kind != "measured":
         typer.echo(f"note: the run's times are {data.time_kind} by forge's performance model (its device was "
                    "missing), not measured: the scores rank strategies on the model's space", err=True)
-    if budget >= len(data.time_s):
-        typer.echo(f"note: the budget {budget} covers all {len(data.time_s)} valid points: every strategy finds the "
-                   "optimum, and the score says nothing", err=True)
     opt = data.optimum_s
     bests = np.array([r.best_s for r in results])
     mean_best = float(bests.mean())
