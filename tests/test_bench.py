@@ -364,6 +364,9 @@ def test_reports_written_in_all_formats(tmp_path, fake_tuner):
     html = paths["html"].read_text()
     assert html.count("data:image/png;base64,") == 3 and "<table id=\"cases\">" in html
     assert to_markdown(build_board(tmp_path)).startswith("# forge bench")
+    assert "\n\ntest suite. T_SOL = T_HW = " in md
+    board = build_board(tmp_path) | {"description": ""}          # a suite file without one: no ". T_SOL"
+    assert "\n\nT_SOL = T_HW = " in to_markdown(board) and ". T_SOL" not in to_markdown(board)
 
 
 def test_interrupted_run_is_resumed_and_complete_run_skipped(tmp_path, fake_tuner):

@@ -67,7 +67,8 @@ def to_markdown(board: dict[str, Any]) -> str:
     return "\n\n".join([
         f"# forge bench — {board['suite']} on {board['target']} ({board['target_kind']})",
         *([f"**{board['state']['line']}**"] if board["state"]["line"] else []),
-        f"{board['description']}. {board['anchors']}. Times in µs, each marked measured or modeled.",
+        " ".join([*([f"{board['description'].rstrip('.')}."] if board["description"].strip() else []),
+                  f"{board['anchors']}. Times in µs, each marked measured or modeled."]),
         "## Suite totals", total_line(board),
         "## Per problem / operator", table(op_head(board), [op_cells(o) for o in board["operators"]]),
         "## Per case", table(CASE_HEAD, [case_cells(r) for r in board["cases"]]), ""])

@@ -66,7 +66,7 @@ def bench(
         names = sorted({c.op for c in whole.cases} | {c.source_name for c in whole.cases})
         raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; allowed: "
                                        f"{', '.join(names)}")
-    name = Path(suite).name if Path(suite).exists() else suite
+    name = Path(suite).stem if Path(suite).is_file() else suite     # a suite file: its name without .yaml
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {plural(len(s.cases), 'case')}, {len(s.unsupported)} unsupported; folder {bench_dir}")
     if not report_only:

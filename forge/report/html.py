@@ -28,7 +28,7 @@ TEMPLATE = r"""<!doctype html>
 <body>
 <h1>forge bench — {{ b.suite }} on {{ b.target }} ({{ b.target_kind }})</h1>
 {% if b.state.line %}<p class="fail" id="state">{{ b.state.line }}</p>{% endif %}
-<p class="note">{{ b.description }}. {{ b.anchors }}.{% if b.target_partial %} The target description is partial
+<p class="note">{% if b.description.strip() %}{{ b.description.rstrip(".") }}. {% endif %}{{ b.anchors }}.{% if b.target_partial %} The target description is partial
 (some hardware numbers are estimates).{% endif %} Times in µs; <span class="modeled">italic = modeled</span>, never measured.</p>
 
 <h2>Suite totals</h2>
