@@ -129,3 +129,15 @@ def test_check_py_allows_a_long_float32_sum_its_rounding_as_forge_does(tmp_path)
         res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
         assert (res.returncode == 0) == ok, (shift, res.stdout, res.stderr)
         assert "rms(expected)" in res.stdout + res.stderr
+
+
+def test_an_export_says_where_forge_checked_the_variant():
+    """An emulated check at the problem's own shape is not called "the smaller shape"."""
+    from types import SimpleNamespace
+
+    from forge.commands.show import _how_forge_checked
+
+    row = lambda shape: SimpleNamespace(extra={"emulated_shape": shape}, time_kind="modeled")  # noqa: E731
+    assert _how_forge_checked(row({"M": 4, "N": 8}), {"M": 4, "N": 8}) == "on the CPU emulator at this shape (M=4,N=8)"
+    assert _how_forge_checked(row({"M": 4, "N": 8}), {"M": 4096, "N": 8}) == \
+        "on the CPU emulator at the smaller shape M=4,N=8, same config"

@@ -107,8 +107,8 @@ def _check_files(variant: Any, backend: Any, expected: dict[str, bytes], run: st
 def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, backend: Any, seed: int) -> None:
     row = lb.rows[rank - 1]
     if folder.exists() and (not folder.is_dir() or any(folder.iterdir())):
-        raise ForgeInputError("--export", f"{folder} exists and is not an empty folder; give a new one (nothing is "
-                              "overwritten)")
+        what = "a folder that is not empty" if folder.is_dir() else "a file"
+        raise ForgeInputError("--export", f"{folder} is {what}; give a new or empty folder (nothing is overwritten)")
     extra = backend.export_files(variant, seed)
     expected, check = _expected(variant, seed)
     files: dict[str, str | bytes] = {**src.files, **extra, **expected}
@@ -131,7 +131,7 @@ def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, ba
                           "shape; the inputs forge's search drew for it)"
                           + (" and checks the output with check.py" if "check.py" in files else ""))
                          if "run.sh" in files else "the generated source only"), "check": check,
-                 "checked_by_forge": _how_forge_checked(row)}
+                 "checked_by_forge": _how_forge_checked(row, variant.problem.shape)}
         (folder / "forge_variant.json").write_text(json.dumps(about, indent=1, default=str))
     out.print(f"wrote {len(files)} files and forge_variant.json to {folder}: {', '.join(files)}",
               highlight=False, soft_wrap=True)
@@ -139,11 +139,15 @@ def _export_variant(folder: Path, src: Any, lb: Any, rank: int, variant: Any, ba
         out.print(f"on the device: {folder}/run.sh; {check}", highlight=False, soft_wrap=True)
 
 
-def _how_forge_checked(row: Any) -> str:
-    """Where forge itself checked the variant: the device, or (no device) a smaller problem."""
-    if row.extra.get("emulated_shape"):
-        shape = ",".join(f"{k}={v}" for k, v in row.extra["emulated_shape"].items())
-        return f"on the CPU emulator at the smaller shape {shape}, same config"
+def _how_forge_checked(row: Any, shape: dict[str, int]) -> str:
+    """Where forge itself checked the variant: the device, or (no device) the emulator, at a
+    smaller problem where the config allows one."""
+    emulated = row.extra.get("emulated_shape")
+    if emulated:
+        dims = ",".join(f"{k}={v}" for k, v in emulated.items())
+        if dict(emulated) == dict(shape):
+            return f"on the CPU emulator at this shape ({dims})"
+        return f"on the CPU emulator at the smaller shape {dims}, same config"
     if row.extra.get("correctness"):
         return str(row.extra["correctness"])
     return "on the target, at this shape" if row.time_kind == "measured" else "not on the device (modeled run)"
