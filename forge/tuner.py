@@ -200,8 +200,8 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
     reported speedups compare times taken minutes apart at most. The latest record of each wins."""
     done = {r.config.get("baseline"): r for r in ctx.store.records(phase="baseline")}
     if not done or again:
-        verb = "measuring" if ctx.measured else "modeling"
-        ctx.console.print("[dim]re-timing baselines…[/dim]" if again else f"[dim]{verb} baselines…[/dim]")
+        if ctx.measured:     # modeled baselines take no time (and the CPU models none): nothing to wait for
+            ctx.console.print("[dim]re-timing baselines…[/dim]" if again else "[dim]measuring baselines…[/dim]")
         s = ctx.settings
         try:
             bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
