@@ -522,6 +522,8 @@ def test_two_runs_of_one_problem_compared(tmp_path):
     res = CliRunner().invoke(app, ["compare", str(a), str(b)])
     assert res.exit_code == 0, res.output
     assert "B/A 1.250: A is faster" in res.output and "random" in res.output and "12 µs" in res.output
+    res = CliRunner().invoke(app, ["compare", str(a), str(b), "--all"])       # a benches' option
+    assert isinstance(res.exception, ForgeInputError) and res.exception.field == "--all"
     # two modeled times a hair apart are a tie (a model has no spread), not a win
     close = compare_runs(_run_folder(tmp_path / "m1", [4], shape, "forge", kind="modeled"),
                          _run_folder(tmp_path / "m2", [4.002], shape, "forge", kind="modeled"))

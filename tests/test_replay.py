@@ -277,6 +277,8 @@ def test_cli_export_round_trips(tmp_path):
     assert np.array_equal(a.flat, b.flat) and np.array_equal(a.time_s, b.time_s, equal_nan=True)
     missing = CliRunner().invoke(_app(), ["replay", str(tmp_path / "absent"), "--export", str(out)])
     assert missing.exit_code == 2 and "absent" in missing.output
+    txt = CliRunner().invoke(_app(), ["replay", str(src), "--export", str(tmp_path / "copy.txt")])
+    assert txt.exit_code == 2 and "named .json or .json.gz" in txt.output and not (tmp_path / "copy.txt").exists()
 
 
 def test_a_run_exported_keeps_a_point_rejected_after_its_build_as_a_failure(tmp_path):

@@ -41,6 +41,8 @@ def compare(
     if a.resolve() == b.resolve():
         raise ForgeInputError("B", f"{b} is A itself; compare two different folders")
     benches = (a / BENCH_FILE).is_file()
+    if show_all and not benches:
+        raise ForgeInputError("--all", f"lists every case of two benches; {a} is a run, compared in one table already")
     cmp = compare_benches(a, b) if benches else compare_runs(a, b)
     if json_out:      # checked before the comparison is printed, not after
         with writing("--json", json_out):

@@ -101,6 +101,9 @@ def _export(source: Path, out: Path) -> None:
     from forge.backends.replay.cache import read_space_doc
     from forge.backends.replay.from_run import write_cache
 
+    if not out.name.endswith((".json", ".json.gz")):
+        raise ForgeInputError("--export", f"{out}: a Kernel Tuner cache file is named .json or .json.gz (the "
+                                          "ending says whether it is compressed)")
     doc = read_space_doc(source)
     with writing("--export", out):
         out.parent.mkdir(parents=True, exist_ok=True)
