@@ -162,6 +162,27 @@ def holds_runs(folder: Path) -> bool:
     return folder.is_dir() and any(folder_kind(p) for p in folder.iterdir() if p.is_dir())
 
 
+def _run_file_damage(info: dict[str, Any]) -> str | None:
+    """What in run.json is not as forge writes it (a hand edit, a partial copy), else None: every
+    reader (report, show, runs, resume) would otherwise fail on it with a traceback of its own."""
+    from forge.ops import OPS
+
+    pr = info["problem"]
+    shape = pr.get("shape")
+    if pr.get("op") not in OPS:
+        return f"problem.op {pr.get('op')!r} is not an operator (allowed: {', '.join(sorted(OPS))})"
+    if not isinstance(shape, dict) or not all(isinstance(v, int) and not isinstance(v, bool) for v in shape.values()):
+        return f"problem.shape {shape!r} is not a mapping of dimension to size"
+    if not isinstance(pr.get("dtype"), str) or not isinstance(pr.get("attrs", {}), dict):
+        return "problem.dtype or problem.attrs is not as forge writes it"
+    for key in ("settings", "target", "space"):
+        if key in info and not isinstance(info[key], dict):
+            return f"{key} is not a mapping"
+    if isinstance(info.get("target"), dict) and not isinstance(info["target"].get("name", ""), str):
+        return "target.name is not a name"
+    return None
+
+
 def read_run_file(run_dir: Path) -> dict[str, Any]:
     path = Path(run_dir) / RUN_FILE
     if not Path(run_dir).exists():
@@ -181,6 +202,9 @@ def read_run_file(run_dir: Path) -> dict[str, Any]:
     info = read_json("run", path)
     if not isinstance(info, dict) or not isinstance(info.get("problem"), dict):
         raise ForgeInputError("run", f"{path} has no problem; the run folder is damaged")
+    wrong = _run_file_damage(info)
+    if wrong:
+        raise ForgeInputError("run", f"{path}: {wrong}; the run folder is damaged")
     if info.get("evaluated") and not (Path(run_dir) / STORE_NAME).is_file():
         raise ForgeInputError("run", f"{run_dir} has lost its records ({STORE_NAME} is missing; {RUN_FILE} says "
                                      f"{info['evaluated']} variants were evaluated); the run folder is damaged")

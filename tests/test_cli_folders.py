@@ -37,6 +37,11 @@ def forge_cli(*args: str) -> subprocess.CompletedProcess:
     ("run.json", '{"status": "running"}', "run.json has no problem"),
     ("forge.sqlite", None, "forge.sqlite is missing; run.json says 2 variants were evaluated"),
     ("forge.sqlite", "", "forge.sqlite holds no records but run.json says 2 variants were evaluated"),
+    # edited by hand: each reader failed on it with a traceback of its own
+    ("run.json", '{"problem": {"op": "nope", "shape": {"M": 8}}}', "problem.op 'nope' is not an operator"),
+    ("run.json", '{"problem": {"op": "softmax", "shape": "M=8"}}', "problem.shape 'M=8' is not a mapping"),
+    ("run.json", '{"problem": {"op": "softmax", "shape": {"M": 8, "N": 16}, "dtype": "float32"}, "settings": [1]}',
+     "settings is not a mapping"),
 ])
 @pytest.mark.parametrize("command", [["report"], ["show", "{run}", "1"], ["tune", "--resume"], ["replay"]])
 def test_a_damaged_run_folder_is_named_not_a_traceback(small_run, tmp_path, damaged, content, needle, command):
