@@ -9,20 +9,27 @@ import sys
 from forge.results.store import Store
 
 
-def forge_cli(*args: str) -> subprocess.CompletedProcess:
+def forge_cli(*args: str, **env: str) -> subprocess.CompletedProcess:
     return subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=180,
-                          env={**os.environ, "FORGE_BANK": os.devnull, "COLUMNS": "120"})
+                          env={**os.environ, "FORGE_BANK": os.devnull, "COLUMNS": "120", **env})
 
 
 def test_a_run_with_no_correct_variant_exits_1_and_keeps_its_records(tmp_path):
+    """Every variant fails to build here: a `cc` that refuses everything comes first on PATH (and a
+    private build cache keeps earlier builds out of it)."""
+    bin_dir = tmp_path / "bin"
+    bin_dir.mkdir()
+    (bin_dir / "cc").write_text("#!/bin/sh\necho 'error: this cc builds nothing' >&2\nexit 1\n")
+    (bin_dir / "cc").chmod(0o755)
     out = tmp_path / "run"
     res = forge_cli("tune", "--op", "softmax", "--shape", "M=8,N=16", "--trials", "2", "--sampler", "random",
-                    "--timeout", "0.001", "--top-k", "0", "--no-bank", "--out", str(out))
+                    "--top-k", "0", "--no-bank", "--out", str(out),
+                    PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FORGE_CACHE=str(tmp_path / "cache"))
     assert res.returncode == 1, res.stderr[-2000:]
     assert "no correct variant: every evaluated variant failed" in res.stdout
     assert "leaderboard" not in res.stdout          # no empty table
     assert f"no correct variant in {out}" in res.stderr and "Traceback" not in res.stderr
-    assert sum(1 for r in Store.for_run(out).records() if r.status == "timeout") >= 2
+    assert sum(1 for r in Store.for_run(out).records() if r.status == "compile_error") >= 2
 
 
 def test_ray_address_in_the_environment_leaves_a_local_run_local(tmp_path):

@@ -172,7 +172,7 @@ def _check_show_export(run, lb):
     wrong = subprocess.run([sys.executable, "check.py"], cwd=folder, capture_output=True, text=True, timeout=60)
     assert wrong.returncode == 1 and "FAIL: " in wrong.stderr
     again = CliRunner().invoke(app, ["show", str(run), "1", "--export", str(folder)])
-    assert again.exit_code != 0 and "is not an empty folder" in str(again.exception or again.output)
+    assert again.exit_code != 0 and "is a folder that is not empty" in str(again.exception or again.output)
     meta = json.loads((run / "run.json").read_text())
     (run / "run.json").write_text(json.dumps({**meta, "code": "an older generator"}))
     r = CliRunner().invoke(app, ["show", str(run), "1"])

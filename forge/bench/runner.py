@@ -139,11 +139,11 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
     if meta_path.is_file():
         old = read_json("out", meta_path)
         if old.get("target") != target:
-            raise ForgeInputError("out", f"{out} holds a bench for target {old.get('target')!r}, not {target!r}; "
+            raise ForgeInputError("--out", f"{out} holds a bench for target {old.get('target')!r}, not {target!r}; "
                                          "use another --out")
         changed = settings_changed(old, suite, budget_per_case, options or {})
         if changed:
-            raise ForgeInputError("out", f"{out} holds a bench made with other settings ({'; '.join(changed)}): "
+            raise ForgeInputError("--out", f"{out} holds a bench made with other settings ({'; '.join(changed)}): "
                                          "rerun it with its own settings to continue it, or give another --out")
     meta = {"suite": suite.name, "description": suite.description, "origin": suite.origin, "target": target,
             "budget_per_case": budget_per_case, "options": dict(options or {}),

@@ -39,11 +39,11 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
 
     try:
         if budget < 1:
-            raise ForgeInputError("budget", f"{budget}: must be >= 1")
+            raise ForgeInputError("--budget", f"{budget}: must be >= 1")
         if seeds < 1:
-            raise ForgeInputError("seeds", f"{seeds}: must be >= 1")
+            raise ForgeInputError("--seeds", f"{seeds}: must be >= 1")
         if batch < 1:
-            raise ForgeInputError("batch", f"{batch}: must be >= 1")
+            raise ForgeInputError("--batch", f"{batch}: must be >= 1")
         if export is not None:
             _export(cachefile, export)
             return
