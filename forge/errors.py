@@ -18,6 +18,21 @@ class ForgeInputError(ValueError):
         return type(self), (self.field, self.message)
 
 
+# strerror texts of a machine that cannot build or run anything more (C library messages for
+# ENOSPC, EDQUOT and EROFS, as a compiler or the harness prints them)
+MACHINE_FAULTS = ("No space left on device", "Disk quota exceeded", "Read-only file system")
+
+
+class MachineFault(ForgeInputError):
+    """A variant failed because of the machine, not its code (a full disk under the build cache):
+    recording it would spend the budget on failures that a resume would never retry."""
+
+
+def machine_fault(text: str) -> str | None:
+    """The machine fault a failure's message names, else None."""
+    return next((f for f in MACHINE_FAULTS if f in text), None)
+
+
 SQLITE_MAGIC = b"SQLite format 3\x00"
 
 

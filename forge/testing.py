@@ -12,7 +12,7 @@ import statistics
 import time
 from typing import Any
 
-from forge.backends.base import Baseline, Measurement, Source
+from forge.backends.base import Artifact, Baseline, Measurement, Source
 from forge.backends.cpu.backend import CpuBackend
 from forge.errors import ForgeInputError
 from forge.targets import Target
@@ -60,6 +60,23 @@ class FaultyCpuBackend(CpuBackend):
         files = dict(src.files)
         files[src.main] = plant_fault(files[src.main], kind)
         return Source(files, src.main, src.language)
+
+
+class DiskFullCpuBackend(CpuBackend):
+    """CPU backend whose build cache disk fills up after `builds` builds: every later build fails
+    as a compiler does when it cannot write its output. Builds are counted by files in
+    `marker_dir`, since they run in worker processes."""
+
+    def __init__(self, target: Target, marker_dir: str, builds: int, **options: Any):
+        super().__init__(target, **options)
+        self.marker_dir, self.builds = marker_dir, builds
+
+    def build(self, variant: Variant, cache_dir):  # noqa: ANN001, ANN201 - CpuBackend's signature
+        if len(os.listdir(self.marker_dir)) >= self.builds:
+            return Artifact(variant.key(), "", ok=False,
+                            error="/usr/bin/ld: final link failed: No space left on device")
+        open(os.path.join(self.marker_dir, variant.key()), "w").close()
+        return super().build(variant, cache_dir)
 
 
 class IntervalLogCpuBackend(CpuBackend):

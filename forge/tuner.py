@@ -25,7 +25,7 @@ from forge.backends.base import BASELINE_NAMES, NOT_CHECKED, Backend, unchecked
 from forge.bank import (BANK_ERRORS, bank_count, bank_lookup, bank_neighbours, bank_offer, bank_path, bank_stale,
                         bank_unusable, offer_summary)
 from forge.config import RESULTS_DIR, TuneSettings, pydantic_error, shape_folder
-from forge.errors import ForgeInputError, read_json, writing
+from forge.errors import ForgeInputError, MachineFault, machine_fault, read_json, writing
 from forge.executor import Executor, Job, Outcome, check_placement, make_executor, refuse_device_without_one
 from forge.ops import get_op
 from forge.paths import cache_dir
@@ -403,7 +403,7 @@ def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: 
                 console.print("interrupted before the run started: nothing was evaluated and there is nothing "
                               "to resume; start the run again", markup=False, highlight=False, soft_wrap=True)
             raise
-        except StoreError as exc:
+        except (StoreError, MachineFault) as exc:
             if started:
                 console.print(f"stopped after {_variants(ctx.evaluated)}: {exc}. Everything recorded before is "
                               f"kept; once that is put right, continue with: forge tune --resume {run_dir}",
@@ -657,6 +657,12 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                 progress.refresh(ctx)
                 continue
             rec = outcome_record(ctx, outcome)
+            fault = machine_fault(rec.reason) if rec.status != "ok" else None
+            if fault:
+                raise MachineFault("build" if rec.status == "compile_error" else "run",
+                                   f"{fault} ({rec.reason.strip().splitlines()[-1][:200]}); the variant is not "
+                                   f"recorded as failed, since its code is not what failed (the build cache is "
+                                   f"{CACHE_DIR})")
             ctx.store.add(rec)
             known[rec.variant_key] = rec
             cfg = in_flight.pop(rec.variant_key)

@@ -20,7 +20,7 @@ from forge.bench.board import build_board
 from forge.bench.cases import BenchCase, Suite, Unsupported
 from forge.bench.render import to_markdown, total_line, write_reports
 from forge.bench.runner import CASE_MARKER, run_bench
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, MachineFault
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
@@ -63,6 +63,8 @@ class FakeTuner:
             raise ForgeInputError("shape", "not supported on this target")
         if plan == "in use":
             raise FolderInUse("--resume", f"{out} is being written by another forge process")
+        if plan == "disk full":
+            raise MachineFault("build", "No space left on device (ld: final link failed)")
         if plan == "starting":          # Ctrl-C after run.json, before any record (its baselines)
             out.mkdir(parents=True, exist_ok=True)
             (out / "run.json").write_text(json.dumps({"status": "running"}))
@@ -241,6 +243,17 @@ def test_a_stopped_bench_quotes_its_own_command_to_continue(tmp_path, fake_tuner
     (row,) = collect(tmp_path)                                          # and `forge runs` lists it
     assert (row["what"], row["status"], row["progress"]) == ("bench t (5 cases)", "interrupted",
                                                              "3/4 cases finished, 2 passed; 1 unsupported")
+
+
+def test_a_machine_fault_stops_the_bench_without_refusing_the_case(tmp_path, fake_tuner):
+    """A full disk is no refusal of the case: recorded as one, the case would stay UNSUPPORTED for
+    good; the bench stops, and the rerun tunes it."""
+    fake_tuner({8: "disk full"})
+    s = Suite("t", cases=[softmax_case(8)])
+    with pytest.raises(MachineFault):
+        run_bench(s, "cpu", tmp_path)
+    fake_tuner({8: ([5], 9, None, "measured")})
+    assert run_bench(s, "cpu", tmp_path) == {"tuned": 1, "skipped": 0, "failed": 0}
 
 
 def test_refusal_is_final_and_target_mismatch_is_an_error(tmp_path, fake_tuner):

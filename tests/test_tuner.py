@@ -714,3 +714,24 @@ def test_out_into_a_folder_of_other_files_is_refused(tmp_path):
                                               r"give a new or empty folder"):
         tune(settings(tmp_path), console=QUIET)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["notes.txt"]
+
+
+def test_a_full_disk_under_the_build_cache_stops_the_run_resumably(tmp_path):
+    """A variant that failed to build because the disk is full is no fault of its code: recorded
+    as a compile error, every later variant would fail too and a resume would never retry them.
+    The run stops instead, naming the fault, and the resume goes on."""
+    from io import StringIO
+
+    from forge.errors import MachineFault
+    from forge.testing import DiskFullCpuBackend
+
+    (tmp_path / "marks").mkdir()
+    backend = DiskFullCpuBackend(get_target("cpu"), str(tmp_path / "marks"), builds=3)
+    out = StringIO()
+    with pytest.raises(MachineFault, match="No space left on device .*not recorded as failed"):
+        tune(settings(tmp_path), console=Console(file=out, width=300), backend=backend)
+    assert f"continue with: forge tune --resume {tmp_path / 'run'}" in out.getvalue()
+    records = Store.for_run(tmp_path / "run").records(phase="search")
+    assert records and all(r.status != "compile_error" for r in records)
+    run = resume(tmp_path / "run", console=QUIET)
+    assert len(Store.for_run(run).records(phase="search")) == 8

@@ -21,9 +21,9 @@ from pathlib import Path
 from typing import Any, Callable
 
 from forge.bench.cases import BenchCase, Suite
-from forge.errors import ForgeInputError, read_json, writing
+from forge.errors import ForgeInputError, MachineFault, read_json, writing
 from forge.results.lock import FolderInUse, folder_lock
-from forge.results.store import RUN_FILE
+from forge.results.store import RUN_FILE, StoreError
 
 BENCH_FILE = "bench.json"
 CASE_MARKER = "bench_case.json"
@@ -191,6 +191,9 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
         except ForgeInputError as exc:
             if exc.field.lstrip("-").replace("-", "_").lower() in (*PLACEMENT, "measure"):
                 raise         # where or how to measure, not the case: the whole bench's input error
+            if isinstance(exc, (StoreError, MachineFault)):
+                say(f"stopped: {exc}; {continue_hint(command)} once that is put right (this case resumes)")
+                raise         # the machine, not the case: no refusal is recorded, the rerun resumes it
             # Deterministic refusal (e.g. the backend does not support the shape): final, not retried.
             record |= {"done": True, "error": str(exc), "error_kind": "input"}
             counts["failed"] += 1
