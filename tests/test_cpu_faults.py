@@ -187,3 +187,19 @@ def test_a_kernel_running_when_forge_is_killed_dies_with_it(tmp_path):
     if alive:
         os.kill(pid, signal.SIGKILL)
     assert not alive, "the kernel outlived the forge that started it"
+
+
+def test_run_folders_of_killed_forge_processes_are_removed(tmp_path, monkeypatch):
+    """A forge killed outright leaves its run folder (inputs the size of the problem) in the
+    temporary folder; the next forge removes those whose process is gone, and no other."""
+    import tempfile
+
+    from forge.backends.cpu import runner
+
+    monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
+    dead, alive, mine = (tmp_path / f"forge-run-{pid}-x" for pid in (2**22 + 12345, 1, os.getpid()))
+    for d in (dead, alive, mine):
+        d.mkdir()
+        (d / "inputs.bin").write_bytes(b"0" * 16)
+    runner._remove_left_behind.__wrapped__()
+    assert not dead.exists() and alive.exists() and mine.exists()

@@ -6,8 +6,10 @@ the signal's name, the timeout kills the whole process group.
 """
 from __future__ import annotations
 
+import functools
 import json
 import os
+import shutil
 import signal
 import subprocess
 import tempfile
@@ -29,6 +31,21 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
+RUN_DIR_PREFIX = "forge-run-"     # + the pid of the process that made it
+
+
+@functools.cache
+def _remove_left_behind() -> None:
+    """Once per process: the run folders (inputs the size of the problem) of forge processes that
+    were killed before they could remove them, told by their pid no longer running (Linux: /proc)."""
+    if not Path("/proc/self").is_dir():
+        return
+    for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
+        pid = d.name.removeprefix(RUN_DIR_PREFIX).split("-", 1)[0]
+        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists() and d.is_dir():
+            shutil.rmtree(d, ignore_errors=True)
+
+
 def write_inputs(problem: Problem, seed: int, path: Path) -> dict[str, np.ndarray]:
     op = get_op(problem.op)
     inputs = op.make_inputs(problem, seed)
@@ -47,7 +64,8 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
     # A run interrupted mid-measurement leaves this directory to the exit-time cleanup while the
     # kernel (its own session, so Ctrl-C does not reach it) may still be writing its output there:
     # a failed removal then must not print a traceback over the run's "how to resume" message.
-    with tempfile.TemporaryDirectory(prefix="forge-run-", ignore_cleanup_errors=True) as d:
+    _remove_left_behind()
+    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-", ignore_cleanup_errors=True) as d:
         in_path, out_path = Path(d) / "inputs.bin", Path(d) / "output.bin"
         inputs = write_inputs(problem, seed, in_path)
         cmd = [exe, str(in_path), str(out_path), str(warmup), str(reps), str(flush_bytes)]
