@@ -38,15 +38,19 @@ SQLITE_MAGIC = b"SQLite format 3\x00"
 
 def records_at(path: str | Path) -> str | None:
     """What forge keeps at `path` when it is one of its record files (a run's store or run.json, a
-    bench's files, the tuning bank or any other SQLite database), else None."""
-    from forge.bench.runner import BENCH_FILE, CASE_MARKER
+    bench's bench.json or case marker, the tuning bank or any other SQLite database), else None."""
+    from forge.bench.runner import BENCH_FILE, CASE_MARKER, CASES_DIR
     from forge.results.lock import LOCK_FILE
     from forge.results.store import RUN_FILE, STORE_NAME
 
     p = Path(path)
     if not p.is_file():
         return None
-    if p.name in (STORE_NAME, RUN_FILE, BENCH_FILE, CASE_MARKER, LOCK_FILE):
+    # a name is forge's where the folder around it is a run's or a bench's: a report of one's own
+    # named run.json elsewhere may be written again
+    if (p.name == LOCK_FILE or (p.name == RUN_FILE and (p.parent / STORE_NAME).exists())
+            or (p.name == BENCH_FILE and (p.parent / CASES_DIR).is_dir())
+            or (p.name == CASE_MARKER and p.parent.parent.name == CASES_DIR)):
         return f"forge's {p.name}"
     try:
         with open(p, "rb") as f:

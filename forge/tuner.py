@@ -71,9 +71,13 @@ def _strategy_for_run(ctx: Context, enum: Enumeration) -> Strategy:
     try:
         return make_strategy(ctx.settings, enum, f"sqlite:///{path}")
     except Exception as exc:  # noqa: BLE001 - SQLAlchemy's errors, whichever the damage raises
-        if type(exc).__module__.split(".")[0] != "sqlalchemy" or not path.is_file():
+        if (type(exc).__module__.split(".")[0] != "sqlalchemy" or not path.is_file()
+                or "locked" in str(exc)):            # held by another program: not damage
             raise
         aside = path.with_name(f"{OPTUNA_FILE}.damaged-{int(time.time())}")
+        for side in ("-journal", "-wal", "-shm"):    # a stale journal must not roll into the new study
+            if path.with_name(path.name + side).exists():
+                path.with_name(path.name + side).rename(aside.with_name(aside.name + side))
         path.rename(aside)
         ctx.console.print(f"{OPTUNA_FILE} did not read ({str(exc).splitlines()[0]}); set aside as {aside.name} and "
                           "begun again from the run's records", markup=False, highlight=False)
@@ -351,8 +355,12 @@ def tune(settings: TuneSettings, console: Console | None = None, resume: bool = 
 
 def _forge_file(name: str) -> bool:
     """Whether a run folder's entry is one forge writes there (its store with SQLite's side files,
-    the Optuna study, the lock, run.json)."""
-    return name in (RUN_FILE, LOCK_FILE) or name.startswith((STORE_NAME, OPTUNA_FILE))
+    the Optuna study, the lock, run.json and its temporary, a bench's case marker), or a hidden
+    file (.gitkeep), which mixes nothing into the run."""
+    from forge.bench.runner import CASE_MARKER
+
+    return (name.startswith(".") or name in (RUN_FILE, RUN_FILE + ".tmp", LOCK_FILE, CASE_MARKER)
+            or name.startswith((STORE_NAME, OPTUNA_FILE)))
 
 
 def _tune_in(settings: TuneSettings, problem: Problem, backend: Backend, space: Space, enum: Enumeration,

@@ -129,6 +129,15 @@ def test_an_output_file_never_replaces_what_forge_recorded(small_run, tmp_path, 
     assert forge_cli("report", str(copy)).returncode == 0
 
 
+def test_an_output_named_like_a_record_file_outside_a_run_is_written_again(small_run, tmp_path):
+    """Only a run's own run.json is protected: a listing of one's own named run.json is not."""
+    out = tmp_path / "mine" / "run.json"
+    out.parent.mkdir()
+    for _ in range(2):
+        res = forge_cli("runs", str(small_run.parent), "--json", str(out))
+        assert res.returncode == 0, res.stderr[-2000:]
+
+
 def test_a_bank_export_onto_the_bank_itself_is_refused(small_run, tmp_path, monkeypatch):
     from forge.bank import bank_offer
     from forge.results import Store

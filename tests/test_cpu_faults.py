@@ -162,15 +162,20 @@ def _alive(pid: int) -> bool:
 
 
 @pytest.mark.skipif(dies_with_parent(["true"]) == ["true"], reason="no setpriv --pdeathsig on this machine")
-def test_a_kernel_running_when_forge_is_killed_dies_with_it(tmp_path):
+@pytest.mark.parametrize("started_by", ["main thread", "device-slot thread"])
+def test_a_kernel_running_when_forge_is_killed_dies_with_it(tmp_path, started_by):
     """A kernel runs in a session of its own (a Ctrl-C for forge must not reach it mid-timing), so
-    a forge killed with SIGKILL used to leave a hanging kernel running for ever."""
+    a forge killed with SIGKILL used to leave a hanging kernel running for ever. The local
+    executor measures from a thread of its own, as here in the second case."""
     hang = tmp_path / "hang.sh"
     hang.write_text(f"#!/bin/sh\necho $$ > {tmp_path}/pid\nexec sleep 600\n")
     hang.chmod(0o755)
-    code = ("from forge.backends.cpu.runner import run_executable; from forge.ops import get_op; "
-            f"run_executable({str(hang)!r}, get_op('softmax').problem(dict(M=8, N=40)), seed=0, warmup=0, reps=1, "
-            "timeout=600, flush_bytes=0)")
+    run = (f"run_executable({str(hang)!r}, get_op('softmax').problem(dict(M=8, N=40)), seed=0, warmup=0, reps=1, "
+           "timeout=600, flush_bytes=0)")
+    code = ("import threading, time; from forge.backends.cpu.runner import run_executable; "
+            "from forge.ops import get_op\n"
+            + (run if started_by == "main thread" else
+               f"threading.Thread(target=lambda: {run}, daemon=True).start()\ntime.sleep(600)"))
     forge = subprocess.Popen([sys.executable, "-c", code])
     pid_file = tmp_path / "pid"
     deadline = time.monotonic() + 60
@@ -191,15 +196,39 @@ def test_a_kernel_running_when_forge_is_killed_dies_with_it(tmp_path):
 
 def test_run_folders_of_killed_forge_processes_are_removed(tmp_path, monkeypatch):
     """A forge killed outright leaves its run folder (inputs the size of the problem) in the
-    temporary folder; the next forge removes those whose process is gone, and no other."""
+    temporary folder; the next forge removes those no process holds, and no other."""
+    import fcntl
     import tempfile
 
     from forge.backends.cpu import runner
 
     monkeypatch.setattr(tempfile, "tempdir", str(tmp_path))
-    dead, alive, mine = (tmp_path / f"forge-run-{pid}-x" for pid in (2**22 + 12345, 1, os.getpid()))
-    for d in (dead, alive, mine):
+    left, held, making = (tmp_path / f"forge-run-{name}" for name in ("left", "held", "making"))
+    for d in (left, held, making):
         d.mkdir()
         (d / "inputs.bin").write_bytes(b"0" * 16)
-    runner._remove_left_behind.__wrapped__()
-    assert not dead.exists() and alive.exists() and mine.exists()
+    (left / runner.IN_USE).touch()
+    with open(held / runner.IN_USE, "wb") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)
+        runner._remove_left_behind.__wrapped__()
+    assert not left.exists() and held.exists() and making.exists()
+
+
+@pytest.mark.parametrize("version", ["v2", "v1"])
+def test_a_control_groups_memory_limit_bounds_the_memory_available(tmp_path, version):
+    """In a container or a Ray worker the OOM killer goes by the group's limit, not the host's
+    free memory."""
+    from forge.backends.cpu.hwinfo import _cgroup_headroom
+
+    if version == "v2":
+        (tmp_path / "proc").write_text("0::/job\n")
+        group, names = tmp_path / "cg" / "job", ("memory.max", "memory.current")
+    else:
+        (tmp_path / "proc").write_text("9:cpu:/x\n4:memory:/job\n")
+        group, names = tmp_path / "cg" / "memory" / "job", ("memory.limit_in_bytes", "memory.usage_in_bytes")
+    group.mkdir(parents=True)
+    (group / names[0]).write_text(f"{8 << 30}\n")
+    (group / names[1]).write_text(f"{3 << 30}\n")
+    assert _cgroup_headroom(tmp_path / "proc", tmp_path / "cg") == 5 << 30
+    (group / names[0]).write_text("max\n" if version == "v2" else f"{2**63 - 4096}\n")   # no limit
+    assert _cgroup_headroom(tmp_path / "proc", tmp_path / "cg") is None

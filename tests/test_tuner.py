@@ -645,6 +645,8 @@ def test_a_finalist_that_fails_its_final_re_measure_is_neither_ranked_nor_banked
     assert len(finals) == 2 and all(f["reason"] == "final re-measure: killed by SIGSEGV" for f in finals)
     assert any("2 of them failed the final re-measure and are not ranked" in line for line in headline(lb))
     assert bank_lookup(problem_of(s), "cpu")[0] == lb.rows[0].config
+    assert lb.convergence[-1][1] == min(r.median for r in records if r.phase == "search" and r.status == "ok"
+                                        and r.variant_key not in crashed)      # no failed finalist is a best
 
 
 def test_a_store_that_cannot_be_written_mid_run_stops_it_resumably(tmp_path, monkeypatch):
@@ -714,6 +716,13 @@ def test_out_into_a_folder_of_other_files_is_refused(tmp_path):
                                               r"give a new or empty folder"):
         tune(settings(tmp_path), console=QUIET)
     assert sorted(p.name for p in (tmp_path / "run").iterdir()) == ["notes.txt"]
+    # forge's own leftovers and hidden files are no one else's: a bench case that failed before its
+    # run.json (its marker), a kill between run.json's write and rename, a .gitkeep
+    (tmp_path / "run" / "notes.txt").unlink()
+    for name in ("bench_case.json", "run.json.tmp", ".gitkeep"):
+        (tmp_path / "run" / name).write_text("{}")
+    run = tune(settings(tmp_path, trials=1, top_k=0), console=QUIET)
+    assert Store.for_run(run).count() >= 1
 
 
 def test_a_full_disk_under_the_build_cache_stops_the_run_resumably(tmp_path):

@@ -7,7 +7,6 @@ so every score can be recomputed. Times are seconds; `time_kind` says measured o
 """
 from __future__ import annotations
 
-import math
 from collections import OrderedDict
 from pathlib import Path
 from typing import Any
@@ -18,7 +17,7 @@ from forge.errors import read_json
 from forge.ops import get_op
 from forge.report import scores
 from forge.results import Record, Store
-from forge.results.record import failed_finalists
+from forge.results.record import convergence, failed_finalists
 from forge.results.lock import folder_holder, holder_text
 from forge.results.store import STORE_NAME
 from forge.targets import Target, get_target
@@ -48,19 +47,6 @@ def _load_records(run_dir: Path) -> list[Record]:
         return store.records()
     finally:
         store.close()
-
-
-def convergence(records: list[Record]) -> list[tuple[int, float]]:
-    """(evaluation number, best median so far) over the search, in trial order."""
-    search = [r for r in records if r.phase == "search" and r.status != "invalid"]
-    search.sort(key=lambda r: (r.trial if r.trial is not None else 1 << 30, r.id or 0))
-    best, out = math.inf, []
-    for n, r in enumerate(search, 1):
-        if r.status == "ok" and r.median is not None and r.median < best:
-            best = r.median
-        if math.isfinite(best):
-            out.append((n, best))
-    return out
 
 
 def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str, Any]:

@@ -16,7 +16,7 @@ from pathlib import Path
 from typing import Any
 
 from forge.results import Record, Store
-from forge.results.record import failed_finalists
+from forge.results.record import convergence, failed_finalists
 from forge.results.remeasure import Shift, shift_of_records
 from forge.tuner import check_records, read_run_file
 
@@ -130,15 +130,9 @@ def build_leaderboard(run_dir: str | Path) -> Leaderboard:
                 for r in failed_final.values()]
     failures += [{"status": r.status, "config": r.config, "reason": r.reason, "phase": "search"} for r in search
                  if r.status not in ("ok", "invalid")]
-    convergence, best = [], None
-    for n, r in enumerate(search, 1):
-        if r.status == "ok" and r.median is not None and (best is None or r.median < best):
-            best = r.median
-        if best is not None:
-            convergence.append((n, best))
     hosts = sorted({r.host for r in records if r.time_kind == "measured" and r.host})
-    return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures, convergence,
-                       shift_of_records(records), hosts)
+    return Leaderboard(str(run_dir), info, rows, baselines, status_counts, rejections, failures,
+                       convergence(records), shift_of_records(records), hosts)
 
 
 def tie_ranks(medians: list[float], spreads: list[float]) -> list[int | None]:

@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import json
+import math
 import platform
 import time
 from dataclasses import asdict, dataclass, field
@@ -63,6 +64,21 @@ def failed_finalists(records: list[Record]) -> dict[str, Record]:
     """The finalists whose (latest) final re-measure crashed, hung or went wrong, by variant key: a
     variant that fails once is neither ranked nor banked, however fast its search run was."""
     return {r.variant_key: r for r in records if r.phase == "final" and r.status != "ok"}
+
+
+def convergence(records: list[Record]) -> list[tuple[int, float]]:
+    """(evaluation number, best median so far) over the search, in trial order: invalid points cost
+    no evaluation, and a finalist that failed its re-measure is no best."""
+    failed = failed_finalists(records)
+    search = [r for r in records if r.phase == "search" and r.status != "invalid"]
+    search.sort(key=lambda r: (r.trial if r.trial is not None else 1 << 30, r.id or 0))
+    best, out = math.inf, []
+    for n, r in enumerate(search, 1):
+        if r.status == "ok" and r.median is not None and r.median < best and r.variant_key not in failed:
+            best = r.median
+        if math.isfinite(best):
+            out.append((n, best))
+    return out
 
 
 def summarize(timings: list[float]) -> tuple[float, float]:

@@ -11,8 +11,9 @@ then in `forge.sqlite` itself (a copy of that one file after a SIGKILL holds the
 they stayed in `forge.sqlite-wal` until the next open), and a run folder on read-only storage reads
 without the log's shared-memory file, which cannot be created there. A store that still has the
 log (written by an earlier forge) is turned back where it can be written, and read as it is
-(`immutable`) where it cannot. Damage, a lock another program holds past the busy timeout and a
-full disk are a `StoreError` naming the file, never an SQLite traceback.
+with its log where it cannot (read-only storage; a log SQLite cannot replay there is said). Damage,
+a lock another program holds past the busy timeout and a full disk are a `StoreError` naming the
+file, never an SQLite traceback.
 """
 from __future__ import annotations
 
@@ -61,35 +62,65 @@ class Store:
 
     def _connect(self) -> sqlite3.Connection:
         conn = sqlite3.connect(str(self.path), timeout=BUSY_TIMEOUT_S, isolation_level=None)
+        conn.row_factory = sqlite3.Row
         try:
-            mode = conn.execute("PRAGMA journal_mode=DELETE").fetchone()[0]
+            conn.execute("PRAGMA journal_mode=DELETE")
         except sqlite3.OperationalError as exc:
-            if not self.path.is_file() or "lock" in str(exc):
+            text = str(exc)
+            if "locked" in text or "busy" in text:
+                # a write-ahead-log store another connection holds open cannot be turned back now:
+                # used as it is (the log mode reads and writes as well), turned back by a later open
+                return conn
+            if "readonly" not in text and "unable to open" not in text:
                 conn.close()
                 raise
-            mode = "wal"      # a write-ahead-log store where it cannot be turned back: read it as it is
-        if str(mode).lower() == "wal":
             conn.close()
-            conn = sqlite3.connect(f"{self.path.resolve().as_uri()}?immutable=1", uri=True, isolation_level=None)
+            conn = self._read_only()
+        return conn
+
+    def _read_only(self) -> sqlite3.Connection:
+        """A write-ahead-log store (an earlier forge's) where it cannot be turned back: read-only
+        storage. Read with its log where SQLite can; a log it cannot replay is said, not skipped
+        (an `immutable` read would show the store without the records still in it)."""
+        uri = self.path.resolve().as_uri()
+        try:
+            conn = sqlite3.connect(f"{uri}?mode=ro", uri=True, isolation_level=None)
+            conn.execute("SELECT COUNT(*) FROM sqlite_master").fetchone()
+        except sqlite3.OperationalError:
+            log = self.path.with_name(self.path.name + "-wal")
+            if log.is_file() and log.stat().st_size:
+                raise StoreError("run", f"{self.path} was written by an earlier forge and still has records in "
+                                        f"{log.name}, which SQLite cannot read where the folder cannot be written; "
+                                        "copy the run folder somewhere writable to read it") from None
+            conn = sqlite3.connect(f"{uri}?immutable=1", uri=True, isolation_level=None)
         conn.row_factory = sqlite3.Row
         return conn
 
     @contextmanager
     def _sql(self, doing: str) -> Iterator[None]:
-        """SQLite's errors as the store's: what is wrong with which file, and what to do."""
+        """SQLite's errors as the store's: what is wrong with which file, and what to do. Misuse of
+        SQLite by forge itself (a closed connection, a value it cannot bind) stays a traceback."""
         try:
             yield
+        except sqlite3.ProgrammingError:
+            raise
         except sqlite3.OperationalError as exc:
             text = str(exc)
-            if "locked" in text or "busy" in text:
-                raise StoreError("run", f"{self.path} stayed locked by another program for {BUSY_TIMEOUT_S} s "
-                                        f"(a forge run of this folder would have been named); close it and run "
-                                        f"the command again") from None
+            if "database is locked" in text or "busy" in text:
+                raise StoreError("run", f"{self.path} is locked by another program (forge waits up to "
+                                        f"{BUSY_TIMEOUT_S} s; a forge run of this folder would have been named); "
+                                        "close it and run the command again") from None
             raise StoreError("run", f"cannot {doing} {self.path}: {text}") from None
         except sqlite3.DatabaseError as exc:
             raise StoreError("run", f"{self.path} is not a readable forge store ({exc}); "
                                     "the run folder is damaged") from None
-        except (ValueError, KeyError, TypeError) as exc:      # a record whose fields do not decode
+
+    @contextmanager
+    def _decoding(self) -> Iterator[None]:
+        """A stored value that does not decode (a hand edit, damage inside a record)."""
+        try:
+            yield
+        except (ValueError, KeyError, TypeError) as exc:
             raise StoreError("run", f"{self.path} holds a record that does not read ({type(exc).__name__}: "
                                     f"{exc}); the run folder is damaged") from None
 
@@ -135,7 +166,9 @@ class Store:
         with self._sql("read"):
             rows = self.conn.execute(sql + " ORDER BY id", args)
             while (row := rows.fetchone()) is not None:
-                yield Record.from_row(dict(row))
+                with self._decoding():
+                    rec = Record.from_row(dict(row))
+                yield rec
 
     def keys(self, phase: str = "search") -> set[str]:
         with self._sql("read"):
@@ -153,6 +186,7 @@ class Store:
     def get_meta(self, key: str, default: Any = None) -> Any:
         with self._sql("read"):
             row = self.conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
+        with self._decoding():
             return json.loads(row[0]) if row else default
 
     def close(self) -> None:

@@ -37,12 +37,19 @@ def _intact(final: Path) -> bool:
 
 
 def _discard(final: Path) -> None:
-    """Move a damaged entry out of the way (a concurrent builder may be doing the same) and remove it."""
+    """Move a damaged entry out of the way and remove it. A concurrent builder may have put a good
+    entry in its place since it was judged damaged: one found intact once moved is put back."""
     aside = final.with_name(f".damaged-{final.name}-{os.getpid()}-{time.monotonic_ns()}")
     try:
         os.rename(final, aside)
     except OSError:
         return
+    if _intact(aside):
+        try:
+            os.rename(aside, final)
+            return
+        except OSError:          # another good entry is in place by now: this copy is not needed
+            pass
     shutil.rmtree(aside, ignore_errors=True)
 
 

@@ -82,12 +82,41 @@ def cores(target: Target) -> int:
 
 
 def available_memory_bytes() -> int | None:
-    """Memory the kernel can take without swapping (the kernel's MemAvailable estimate); None where
-    /proc/meminfo does not say (not Linux)."""
+    """Memory a kernel can take without swapping: the kernel's MemAvailable estimate, or less where
+    this process's control group has a limit (a container, a Ray worker), whose headroom is what
+    the OOM killer goes by; None where neither says (not Linux)."""
+    have = None
     try:
         for line in Path("/proc/meminfo").read_text().splitlines():
             if line.startswith("MemAvailable:"):
-                return int(line.split()[1]) * 1024
+                have = int(line.split()[1]) * 1024
+                break
     except (OSError, ValueError, IndexError):
         pass
+    room = _cgroup_headroom()
+    return room if have is None else have if room is None else min(have, room)
+
+
+def _cgroup_headroom(cgroup_file: Path = Path("/proc/self/cgroup"),
+                     root: Path = Path("/sys/fs/cgroup")) -> int | None:
+    """Limit minus usage of this process's memory control group (v2, else v1), if it has a limit."""
+    try:
+        lines = cgroup_file.read_text().splitlines()
+    except OSError:
+        return None
+    for line in lines:
+        _, controllers, path = line.split(":", 2)
+        if controllers == "":                                    # v2: one unified hierarchy
+            base, limit_file, used_file = root / path.lstrip("/"), "memory.max", "memory.current"
+        elif "memory" in controllers.split(","):
+            base, limit_file, used_file = (root / "memory" / path.lstrip("/"),
+                                           "memory.limit_in_bytes", "memory.usage_in_bytes")
+        else:
+            continue
+        try:
+            limit, used = (base / limit_file).read_text().strip(), int((base / used_file).read_text())
+        except (OSError, ValueError):
+            continue
+        if limit.isdigit() and int(limit) < 1 << 60:               # "max" or v1's huge number: no limit
+            return max(0, int(limit) - used)
     return None

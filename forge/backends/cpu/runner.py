@@ -6,6 +6,7 @@ the signal's name, the timeout kills the whole process group.
 """
 from __future__ import annotations
 
+import fcntl
 import functools
 import json
 import os
@@ -31,19 +32,23 @@ def _signal_name(num: int) -> str:
         return f"signal {num}"
 
 
-RUN_DIR_PREFIX = "forge-run-"     # + the pid of the process that made it
+RUN_DIR_PREFIX = "forge-run-"
+IN_USE = ".in-use"               # held locked (flock) by the process using the run folder
 
 
 @functools.cache
 def _remove_left_behind() -> None:
     """Once per process: the run folders (inputs the size of the problem) of forge processes that
-    were killed before they could remove them, told by their pid no longer running (Linux: /proc)."""
-    if not Path("/proc/self").is_dir():
-        return
-    for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*-*"):
-        pid = d.name.removeprefix(RUN_DIR_PREFIX).split("-", 1)[0]
-        if pid.isdigit() and int(pid) != os.getpid() and not Path(f"/proc/{pid}").exists() and d.is_dir():
-            shutil.rmtree(d, ignore_errors=True)
+    were killed before they could remove them. A folder is in use while its process holds the lock
+    on its IN_USE file, which the kernel lets go when the process dies, wherever it ran (a /tmp
+    shared between containers shows no process ids of the others)."""
+    for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*"):
+        try:
+            with open(d / IN_USE, "rb") as f:
+                fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:          # in use, being made, or not a folder of ours
+            continue
+        shutil.rmtree(d, ignore_errors=True)
 
 
 def write_inputs(problem: Problem, seed: int, path: Path) -> dict[str, np.ndarray]:
@@ -65,7 +70,9 @@ def run_executable(exe: str, problem: Problem, *, seed: int, warmup: int, reps: 
     # kernel (its own session, so Ctrl-C does not reach it) may still be writing its output there:
     # a failed removal then must not print a traceback over the run's "how to resume" message.
     _remove_left_behind()
-    with tempfile.TemporaryDirectory(prefix=f"{RUN_DIR_PREFIX}{os.getpid()}-", ignore_cleanup_errors=True) as d:
+    with tempfile.TemporaryDirectory(prefix=RUN_DIR_PREFIX, ignore_cleanup_errors=True) as d, \
+            open(Path(d) / IN_USE, "wb") as in_use:
+        fcntl.flock(in_use, fcntl.LOCK_EX)
         in_path, out_path = Path(d) / "inputs.bin", Path(d) / "output.bin"
         inputs = write_inputs(problem, seed, in_path)
         cmd = [exe, str(in_path), str(out_path), str(warmup), str(reps), str(flush_bytes)]
