@@ -19,6 +19,8 @@ def _aborted_while_loading(*_: Any) -> None:
 signal.signal(signal.SIGINT, _aborted_while_loading)     # main() puts Python's own handler back
 
 import importlib  # noqa: E402  (after the handler: these imports are what a Ctrl-C interrupts)
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 from typing import Any, Optional
 
@@ -152,6 +154,10 @@ def tune(
         run = tuner.resume(resume, console=err, **given)
         _exit_unless_correct([run] if not _print_report(run) else [])
         return
+    # an attribute or a space parameter given by a flag is named as the flag gives it
+    by_flag = {f"attrs.{k}": f"--attr {k}" for k in parse_pairs(attr, "--attr")}
+    by_flag |= {"attrs.causal": "--causal"} if causal is not None else {}
+    by_flag |= {f"space.{k}": f"--space {k}" for k in parse_pairs(space, "--space")}
     if config is not None:
         cfg = load_config(config, {"op": op, "out": out_dir, **flags})
         if shape is not None:
@@ -164,10 +170,6 @@ def tune(
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
         given = {k for k, v in flags.items() if v is not None} | ({"shape"} if shape else set())
-        # an attribute or a space parameter given by a flag is named as the flag gives it
-        by_flag = {f"attrs.{k}": f"--attr {k}" for k in parse_pairs(attr, "--attr")}
-        by_flag |= {"attrs.causal": "--causal"} if causal is not None else {}
-        by_flag |= {f"space.{k}": f"--space {k}" for k in parse_pairs(space, "--space")}
         try:
             settings = cfg.settings()
         except ForgeInputError as exc:
@@ -195,14 +197,16 @@ def tune(
                 raise ForgeInputError("--shape", f"missing; {op} needs {', '.join(get_op(op).dims)}")
             err.print(f"no --shape given: using {op}'s default {','.join(f'{k}={v}' for k, v in dims.items())}")
         _check_options(sampler or "forge", options)
-        settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
-                                  space=parse_pairs(space, "--space"), out=out_dir, **flags)]
+        with _named_as_flags(by_flag):
+            settings = [make_settings(op=op, shape=dims, attrs=attrs, sampler_options=options,
+                                      space=parse_pairs(space, "--space"), out=out_dir, **flags)]
         if dtype is None:
             settings = [_dtype_the_target_takes(settings[0])]
     runs, empty = [], []
     for i, s in enumerate(settings):
         try:
-            runs.append(_tune_or_continue(s, console=err) if len(settings) > 1 else tuner.tune(s, console=err))
+            with _named_as_flags(by_flag if config is None else {}):
+                runs.append(_tune_or_continue(s, console=err) if len(settings) > 1 else tuner.tune(s, console=err))
         except KeyboardInterrupt:
             left = ", ".join(f"shapes[{j}]" for j in range(i + 1, len(settings)))
             if len(settings) > 1 and settings[0].out:
@@ -266,6 +270,17 @@ def _check_config_folder(folder: Path, field: str) -> None:
     if what:
         raise ForgeInputError(field, f"{folder} holds {what}; a config of several shapes writes a folder per "
                                      "shape (shape0, shape1, …) into its out folder: give another one")
+
+
+@contextmanager
+def _named_as_flags(by_flag: dict[str, str]) -> Iterator[None]:
+    """An error about a setting a flag gave (attrs.causal from --causal) named as that flag."""
+    try:
+        yield
+    except ForgeInputError as exc:
+        if exc.field not in by_flag:
+            raise
+        raise ForgeInputError(by_flag[exc.field], str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def _dtype_the_target_takes(settings: Any) -> Any:

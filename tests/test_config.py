@@ -124,6 +124,9 @@ def test_parse_pairs():
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--attr", "x=1,x=2"], "--attr x: given twice"),
     (["tune", "--op", "attention", "--shape", "B=1,H=2,S=8,D=8", "--attr", "causal=true", "--no-causal"],
      "--causal: given twice: --attr causal=True and --no-causal"),
+    # an attribute or space parameter a flag gave is named as that flag
+    (["tune", "--op", "rmsnorm", "--shape", "M=4,N=8", "--causal"], "--causal: unknown attribute for rmsnorm"),
+    (["tune", "--op", "rmsnorm", "--shape", "M=4,N=8", "--space", "bogus=1"], "--space bogus: unknown parameter"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,Hq=8,S=64,D=64"], "shape.H: sets both Hq and Hkv"),
     (["tune", "--op", "attention", "--shape", "B=1,H=4,S=64,Sq=32,D=64"], "shape.S: sets both Sq and Skv"),
     (["tune", "--op", "softmax", "--shape", ""], "shape.M: missing dimension"),
