@@ -170,12 +170,8 @@ def tune(
             cfg.sampler_options = {**cfg.sampler_options, **options}
             _check_options(cfg.sampler, cfg.sampler_options)
         given = {k for k, v in flags.items() if v is not None} | ({"shape"} if shape else set())
-        try:
+        with _named_as_flags(by_flag, otherwise=f"{config.name}: "):
             settings = cfg.settings()
-        except ForgeInputError as exc:
-            field = exc.field.removeprefix("shapes[0].")
-            raise ForgeInputError(by_flag.get(field, f"{config.name}: {exc.field}"),
-                                  str(exc).removeprefix(f"{exc.field}: ")) from None
         if dtype is None and "dtype" not in cfg.model_fields_set:
             settings = [_dtype_the_target_takes(s) for s in settings]
         _check_shapes(settings, config, given, by_flag)
@@ -273,14 +269,16 @@ def _check_config_folder(folder: Path, field: str) -> None:
 
 
 @contextmanager
-def _named_as_flags(by_flag: dict[str, str]) -> Iterator[None]:
-    """An error about a setting a flag gave (attrs.causal from --causal) named as that flag."""
+def _named_as_flags(by_flag: dict[str, str], otherwise: str = "") -> Iterator[None]:
+    """An error about a setting a flag gave (attrs.causal from --causal) named as that flag; any
+    other, with `otherwise` before its field (the config file that set it)."""
     try:
         yield
     except ForgeInputError as exc:
-        if exc.field not in by_flag:
+        if exc.field not in by_flag and not otherwise:
             raise
-        raise ForgeInputError(by_flag[exc.field], str(exc).removeprefix(f"{exc.field}: ")) from None
+        raise ForgeInputError(by_flag.get(exc.field, f"{otherwise}{exc.field}"),
+                              str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
 def _dtype_the_target_takes(settings: Any) -> Any:

@@ -7,8 +7,8 @@ leaderboard stars some finalists of a re-measure that did not finish. A later fi
 the database and `records(..., superseded=True)` reads them, but the run's results are the latest.
 
 The database keeps SQLite's rollback journal, not its write-ahead log: every committed record is
-then in `forge.sqlite` itself (a copy of that one file after a SIGKILL holds them all; with the log
-they stayed in `forge.sqlite-wal` until the next open), and a run folder on read-only storage reads
+then in `forge.sqlite` itself (a copy of that one file after a SIGKILL between commits holds them
+all; with the log they stayed in `forge.sqlite-wal` until the next open), and a run folder on read-only storage reads
 without the log's shared-memory file, which cannot be created there. A store that still has the
 log (written by an earlier forge) is turned back where it can be written, and read as it is
 with its log where it cannot (read-only storage; a log SQLite cannot replay there is said). Damage,
@@ -49,6 +49,14 @@ class Store:
         self.path.parent.mkdir(parents=True, exist_ok=True)
         with self._sql("open"):
             self.conn = self._connect()
+        try:
+            self._create()
+        except BaseException:
+            self.conn.close()
+            raise
+
+    def _create(self) -> None:
+        """The tables and the triggers that keep records append-only, where they are missing."""
         with self._sql("write"):
             cols = ", ".join(f"{c} {_TYPES.get(c, 'TEXT')}" for c in _COLS)
             self.conn.execute(f"CREATE TABLE IF NOT EXISTS records (id INTEGER PRIMARY KEY AUTOINCREMENT, {cols})")

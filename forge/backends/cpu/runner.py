@@ -18,8 +18,8 @@ from pathlib import Path
 
 import numpy as np
 
-from forge.backends.child import dies_with_parent
 from forge.backends.base import Measurement
+from forge.backends.child import dies_with_parent
 from forge.backends.cpu.hwinfo import available_memory_bytes
 from forge.ops import get_op
 from forge.problem import Problem
