@@ -200,18 +200,35 @@ class RunOrderCpuBackend(CpuBackend):
 
 
 class CrashesWhenReMeasuredCpuBackend(CpuBackend):
-    """CPU backend whose variants all run as usual in the search and crash in the final re-measure
-    (told apart by their repetitions: `final_reps` is split over runs of other sizes than `reps`),
-    so a test sees what a finalist that fails only at the end becomes."""
+    """CPU backend whose variants all run as usual in the search and fail with `reason` in the final
+    re-measure (told apart by their repetitions: `final_reps` is split over runs of other sizes than
+    `reps`), so a test sees what a finalist that fails only at the end becomes."""
 
-    def __init__(self, target: Target, search_reps: int, **options: Any):
+    def __init__(self, target: Target, search_reps: int, reason: str = "killed by SIGSEGV", **options: Any):
         super().__init__(target, **options)
-        self.search_reps = search_reps
+        self.search_reps, self.reason = search_reps, reason
 
     def run(self, artifact, variant: Variant, **kwargs: Any) -> Measurement:
         if kwargs["reps"] != self.search_reps:
-            return Measurement("runtime_error", "killed by SIGSEGV")
+            return Measurement("runtime_error", self.reason)
         return super().run(artifact, variant, **kwargs)
+
+
+class BaselinesFailCpuBackend(CpuBackend):
+    """CPU backend whose baselines fail with `reason`, or raise OSError(`reason`) with `raises`,
+    while its variants run as usual, until a file named `healed` exists."""
+
+    def __init__(self, target: Target, reason: str, healed: str, raises: bool = False, **options: Any):
+        super().__init__(target, **options)
+        self.reason, self.healed, self.raises = reason, healed, raises
+
+    def baselines(self, problem, cache_dir, **kwargs: Any) -> list[Baseline]:  # noqa: ANN001
+        if os.path.exists(self.healed):
+            return super().baselines(problem, cache_dir, **kwargs)
+        if self.raises:
+            raise OSError(self.reason)
+        return [Baseline("unfused", "unfused C sequence", Measurement("ok", "", timings=[1e-3] * 3)),
+                Baseline("vendor", "torch", Measurement("runtime_error", self.reason))]
 
 
 class LaterIsFasterCpuBackend(CpuBackend):

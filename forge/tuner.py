@@ -233,20 +233,41 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
         s = ctx.settings
         try:
             bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
-        except Exception as exc:  # a baseline failing must not stop the search
+        except Exception as exc:  # a baseline failing must not stop the search, unless the machine failed
+            fault = machine_fault(str(exc))
+            if fault:
+                raise MachineFault("baselines", f"{fault} ({type(exc).__name__}: {str(exc)[:200]}); nothing "
+                                   "is recorded for the baselines") from exc
             ctx.console.print(f"[yellow]baselines failed: {type(exc).__name__}: {escape(str(exc))}[/yellow]")
             bases = []
+        recs = []
         for b in bases:
             m = b.measurement
-            rec = Record(run_id=ctx.run_id, variant_key=f"baseline:{b.name}", op=ctx.problem.op,
-                         shape=ctx.problem.shape, dtype=ctx.problem.dtype, target=ctx.backend.target.name,
-                         config={"baseline": b.name}, status=m.status, reason=m.reason, phase="baseline",
-                         attrs=ctx.problem.attrs, errors=m.errors, timings=m.timings if m.status == "ok" else [],
-                         device=ctx.backend.target.name, time_kind=m.time_kind, host=b.host,
-                         extra={"label": b.label, **m.extra})
+            recs.append(Record(run_id=ctx.run_id, variant_key=f"baseline:{b.name}", op=ctx.problem.op,
+                             shape=ctx.problem.shape, dtype=ctx.problem.dtype, target=ctx.backend.target.name,
+                             config={"baseline": b.name}, status=m.status, reason=m.reason, phase="baseline",
+                             attrs=ctx.problem.attrs, errors=m.errors, timings=m.timings if m.status == "ok" else [],
+                             device=ctx.backend.target.name, time_kind=m.time_kind, host=b.host,
+                             extra={"label": b.label, **m.extra}))
+        for rec in recs:      # all or none: a resume measures the baselines again only when none is recorded
+            refuse_machine_fault(rec)
+        for rec in recs:
             ctx.store.add(rec)
-            done[b.name] = rec
+            done[rec.config["baseline"]] = rec
     ctx.baselines = {k: r for k, r in done.items() if r.status == "ok"}
+
+
+def refuse_machine_fault(rec: Record) -> None:
+    """Stop, recording nothing, when a failure names the machine (a full disk) rather than the code:
+    recorded, it would stand as the variant's (or baseline's, or finalist's) failure, which no resume
+    retries, and leave a finalist unranked."""
+    fault = machine_fault(rec.reason) if rec.status != "ok" else None
+    if fault:
+        what = {"baseline": "baseline", "final": "finalist"}.get(rec.phase, "variant")
+        raise MachineFault("build" if rec.status == "compile_error" else "run",
+                           f"{fault} ({rec.reason.strip().splitlines()[-1][:200]}); the {what} is not "
+                           f"recorded as failed, since its code is not what failed (the build cache is "
+                           f"{CACHE_DIR})")
 
 
 def _note_result(ctx: Context, rec: Record) -> None:
@@ -665,12 +686,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                 progress.refresh(ctx)
                 continue
             rec = outcome_record(ctx, outcome)
-            fault = machine_fault(rec.reason) if rec.status != "ok" else None
-            if fault:
-                raise MachineFault("build" if rec.status == "compile_error" else "run",
-                                   f"{fault} ({rec.reason.strip().splitlines()[-1][:200]}); the variant is not "
-                                   f"recorded as failed, since its code is not what failed (the build cache is "
-                                   f"{CACHE_DIR})")
+            refuse_machine_fault(rec)
             ctx.store.add(rec)
             known[rec.variant_key] = rec
             cfg = in_flight.pop(rec.variant_key)
@@ -742,7 +758,10 @@ def _final(ctx: Context, executor) -> None:
             runs.setdefault(outcome.job.variant.key(), []).append(outcome)
     # committed together: an interrupted re-measure is redone whole on resume, so every finalist
     # is timed in the same rounds
-    ctx.store.add_final([outcome_record(ctx, pooled(outcomes)) for outcomes in runs.values() if outcomes])
+    finals = [outcome_record(ctx, pooled(outcomes)) for outcomes in runs.values() if outcomes]
+    for rec in finals:
+        refuse_machine_fault(rec)
+    ctx.store.add_final(finals)
     shift = shift_of_records(ctx.store.records())
     if shift is not None and not retimed:
         ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "

@@ -649,6 +649,47 @@ def test_a_finalist_that_fails_its_final_re_measure_is_neither_ranked_nor_banked
                                         and r.variant_key not in crashed)      # no failed finalist is a best
 
 
+def test_a_full_disk_in_the_final_re_measure_stops_the_run_and_the_resume_re_measures(tmp_path):
+    """A finalist whose re-measure failed because the disk filled is no failure of its code: recorded,
+    it would be left unranked for good. The run stops with nothing of the re-measure recorded, and
+    the resume times the finalists again."""
+    from io import StringIO
+
+    from forge.errors import MachineFault
+    from forge.testing import CrashesWhenReMeasuredCpuBackend
+
+    full = CrashesWhenReMeasuredCpuBackend(get_target("cpu"), search_reps=3,
+                                           reason="write failed: No space left on device")
+    out = StringIO()
+    with pytest.raises(MachineFault, match="No space left on device .*the finalist is not recorded as failed"):
+        tune(settings(tmp_path), console=Console(file=out, width=300), backend=full)
+    assert f"continue with: forge tune --resume {tmp_path / 'run'}" in out.getvalue()
+    assert not Store.for_run(tmp_path / "run").records(phase="final")
+    run = resume(tmp_path / "run", console=QUIET)
+    finals = Store.for_run(run).records(phase="final")
+    assert len(finals) == 2 and all(r.status == "ok" for r in finals)
+    assert all(r.remeasured for r in build_leaderboard(run).rows[:2])
+
+
+@pytest.mark.parametrize("raises", [False, True], ids=["failed", "raised"])
+def test_a_full_disk_while_timing_the_baselines_stops_the_run_and_the_resume_times_them(tmp_path, raises):
+    """A baseline that failed because the disk filled would stay failed (the baselines are measured
+    once per run) and leave its speedup column empty; none of the baselines is recorded then."""
+    from forge.errors import MachineFault
+    from forge.testing import BaselinesFailCpuBackend
+
+    healed = tmp_path / "healed"
+    backend = BaselinesFailCpuBackend(get_target("cpu"), "cc1: error: No space left on device", str(healed),
+                                      raises=raises)
+    with pytest.raises(MachineFault, match="No space left on device"):
+        tune(settings(tmp_path, top_k=0), console=QUIET, backend=backend)
+    assert not Store.for_run(tmp_path / "run").records(phase="baseline")
+    healed.touch()
+    run = resume(tmp_path / "run", console=QUIET)
+    bases = Store.for_run(run).records(phase="baseline")
+    assert {r.config["baseline"] for r in bases} >= {"unfused"} and all(r.status == "ok" for r in bases)
+
+
 def test_a_store_that_cannot_be_written_mid_run_stops_it_resumably(tmp_path, monkeypatch):
     """A full disk under the run folder: the run stops with the store's reason and how to continue,
     keeps every record written before, and the resume finishes it."""
