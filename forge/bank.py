@@ -33,6 +33,10 @@ from forge.problem import Problem
 
 KIND_RANK = {"measured": 1, "modeled": 0}
 EXPORT_VERSION = 1      # `forge bank export` files: {"forge_bank": 1, "entries": [...]}
+# the fields of an exported entry, those an import requires first (the time's kind too: taken as
+# measured when left out, a modeled time would outrank every measured one)
+ENTRY_REQUIRED = ("op", "shape", "dtype", "target", "config", "median", "time_kind")
+ENTRY_FIELDS = (*ENTRY_REQUIRED, "attrs", "source", "updated", "code", "searched")
 COUNTERS = ("hits", "misses", "added", "updated", "retimed", "kept")
 
 
@@ -324,9 +328,18 @@ def check_entry(e: Any, where: str) -> None:
 
     if not isinstance(e, dict):
         raise ForgeInputError(where, "not an entry (a JSON object)")
-    missing = [k for k in ("op", "shape", "dtype", "target", "config", "median") if k not in e]
+    missing = [k for k in ENTRY_REQUIRED if k not in e]
     if missing:
         raise ForgeInputError(where, f"missing {', '.join(missing)}")
+    unknown = sorted(set(e) - set(ENTRY_FIELDS))
+    if unknown:        # a misspelt field would otherwise be dropped and its default taken
+        raise ForgeInputError(f"{where}.{unknown[0]}", f"unknown field; an entry has {', '.join(ENTRY_FIELDS)}")
+    for name in ("source", "code"):
+        if not isinstance(e.get(name, ""), str):
+            raise ForgeInputError(f"{where}.{name}", f"must be a string, got {e[name]!r}")
+    updated = e.get("updated", 1.0)
+    if isinstance(updated, bool) or not isinstance(updated, (int, float)) or not math.isfinite(updated) or updated <= 0:
+        raise ForgeInputError(f"{where}.updated", f"must be a time in seconds since the epoch, got {updated!r}")
     try:
         op = get_op(e["op"])
         get_target(e["target"])

@@ -118,6 +118,10 @@ def test_export_import_roundtrip(bank, tmp_path, monkeypatch):
     ({"median": float("nan")}, "entries[0].median: must be a positive number of seconds, got nan"),
     ({"median": "fast"}, "entries[0].median: must be a positive number of seconds, got 'fast'"),
     ({"time_kind": "guess"}, "entries[0].time_kind: 'guess'; allowed: measured, modeled"),
+    ({"time_kind": None}, "entries[0]: missing time_kind"),
+    ({"time-kind": "modeled"}, "entries[0].time-kind: unknown field; an entry has op, shape, dtype, target, "),
+    ({"code": 3}, "entries[0].code: must be a string, got 3"),
+    ({"updated": "yesterday"}, "entries[0].updated: must be a time in seconds since the epoch, got 'yesterday'"),
     ({"config": VALID | {"threads": 999}}, "entries[0].config: not a valid config of softmax[M=64,N=128] float32 on cpu"),
     ({"config": {"tile": 4}}, "entries[0].config: not a valid config"),
     ({"forge_bank": 2}, "is a bank export of version 2; this forge reads version 1"),
@@ -136,6 +140,7 @@ def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank,
         data.update(change)
     else:
         data["entries"][0].update(change)
+        data["entries"][0] = {k: v for k, v in data["entries"][0].items() if v is not None}   # None: left out
     if change.get("code") == "h100":
         from forge.backends import target_code
 
