@@ -8,6 +8,7 @@ from __future__ import annotations
 import pytest
 
 from forge.backends import get_backend
+from forge.backends.child import dies_with_parent
 from forge.errors import ForgeInputError
 
 from forge.executor import Job, make_executor
@@ -143,6 +144,56 @@ def test_ray_a_variant_whose_device_slot_dies_is_measured_again_once(ray_cluster
     # an error of the slot's own code is that variant's, with its reason: the slot lives on, nothing retried
     assert by_key[keys[2]].status == "runtime_error" and "device slot error: " in by_key[keys[2]].reason
     assert "check failed in the slot" in by_key[keys[2]].reason and by_key[keys[3]].status == "ok"
+
+
+def _kernels_under(folder) -> list[int]:
+    """Processes running a program built under `folder` (kernels run from the build cache)."""
+    import os
+
+    pids = []
+    for entry in os.listdir("/proc"):
+        try:
+            argv0 = open(f"/proc/{entry}/cmdline", "rb").read().split(b"\0")[0].decode()
+            state = open(f"/proc/{entry}/stat").read().rsplit(")", 1)[1].split()[0]
+        except (OSError, ValueError, IndexError):
+            continue
+        if argv0.startswith(str(folder)) and state != "Z":
+            pids.append(int(entry))
+    return pids
+
+
+@pytest.mark.skipif(dies_with_parent(["true"]) == ["true"], reason="no setpriv --pdeathsig on this machine")
+def test_ray_a_kernel_running_when_its_device_slot_dies_dies_with_it(ray_cluster, tmp_path):
+    """On Ray a kernel is started by the device slot's worker process, from the thread Ray runs the
+    actor's task on: a slot whose worker is killed outright (by the OOM killer, say; Ray's own
+    `ray.kill` also ends the worker's children) must not leave the kernel it was timing running
+    for ever."""
+    import os
+    import signal
+    import time
+
+    configs = get_backend("cpu").space(PROBLEM).enumerate().configs()[:1]
+    backend = FaultyCpuBackend(get_target("cpu"), faults={"hang": configs[0]})
+    cache = tmp_path / "cache"
+    ex = make_executor("ray", backend, cache, build_workers=1)
+    try:
+        ex.submit(Job(Variant(PROBLEM, "cpu", configs[0]), seed=0, reps=1, warmup=0, timeout=600))
+        deadline = time.monotonic() + 120
+        while not _kernels_under(cache) and time.monotonic() < deadline:
+            ex.next_result(timeout=0.2)
+        hanging = _kernels_under(cache)
+        assert len(hanging) == 1, "the hanging kernel never started"
+        worker = int(open(f"/proc/{hanging[0]}/stat").read().rsplit(")", 1)[1].split()[1])
+        os.kill(worker, signal.SIGKILL)                 # the slot's worker process, as the OOM killer would
+        deadline = time.monotonic() + 20
+        while hanging[0] in _kernels_under(cache) and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert hanging[0] not in _kernels_under(cache), "the kernel outlived the slot that started it"
+    finally:
+        ex.close()
+        time.sleep(0.5)
+        for pid in _kernels_under(cache):      # the re-measure's kernel, or a survivor of a failed check
+            os.kill(pid, signal.SIGKILL)
 
 
 def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tmp_path):
