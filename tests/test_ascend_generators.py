@@ -119,6 +119,21 @@ def test_attention_kv_tails_match_the_reference(shape, attrs, s2, tmp_path):
     assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
 
 
+@pytest.mark.parametrize("sq,skv", [(1000, 1000), (1000, 1024), (2048, 4096), (100, 128), (1000, 256), (300, 100)])
+def test_attention_is_checked_with_the_causal_masks_geometry(sq, skv):
+    """As many query rows as keys (the causal mask on the diagonal), fewer (the diagonal shifted
+    right) or more (rows with no key): the emulated problem of every config keeps which, else the
+    check runs another mask than the device (a third of the configs of Sq < Skv were checked square)."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("attention").problem({"B": 1, "Hq": 8, "Hkv": 2, "Sq": sq, "Skv": skv, "D": 128}, "float16",
+                                    {"causal": True})
+    plan = be.plan(p)
+    for c in be.space(p).enumerate().configs():
+        small = plan.emulation_problem(c).shape
+        assert (small["Sq"] > small["Skv"]) - (small["Sq"] < small["Skv"]) == (sq > skv) - (sq < skv), (c, small)
+        assert small["Sq"] <= sq and small["Skv"] <= skv
+
+
 def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):
     """MQA with short queries: a row block of s1 rows spans s1 / Sq heads of the group (four here);
     the emulated problem keeps enough heads per group for that, and the variant passes there."""

@@ -347,13 +347,19 @@ class AttentionPlan(Plan):
         and up to three s2 tiles (the last one shifted when s2 does not divide Skv). Each group has
         as many heads as one row block of s1 rows can touch (a block spans s1 / Sq heads, plus one
         where it straddles), up to the problem's own group size: a block that spans three heads, or
-        the whole group and into the next, runs in the check as it does on the device."""
+        the whole group and into the next, runs in the check as it does on the device. As many query
+        rows as keys stays so (the causal mask on the diagonal), fewer stays so (the diagonal shifted
+        right), and more too (rows the causal mask leaves without a key), each by whole tiles."""
         from forge.ops import get_op
         s1, s2 = cfg["s1"], cfg["s2"]
         sq = min(self.Sq, s1 + s1 // 2 + 8)
-        g = min(self.G, max(2, -(-s1 // sq) + 1))
         skv = min(self.Skv, 2 * s2 + self.Skv % s2) if self.Skv % s2 else min(self.Skv, 3 * s2)
-        if self.causal and self.Sq <= self.Skv:
-            sq = min(sq, skv)
+        if self.Sq == self.Skv:
+            sq = skv = max(sq, skv)
+        while self.Sq < self.Skv and sq >= skv:
+            skv = min(self.Skv, skv + s2)
+        while self.Sq > self.Skv and sq <= skv:
+            sq = min(self.Sq, sq + s1)
+        g = min(self.G, max(2, -(-s1 // sq) + 1))
         shape = {"B": 1, "Hq": 2 * g, "Hkv": 2, "Sq": sq, "Skv": skv, "D": self.D}
         return get_op("attention").problem(shape, self.p.dtype, dict(self.p.attrs))

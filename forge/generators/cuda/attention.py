@@ -83,7 +83,8 @@ def executed_flops(p: Problem, c: dict[str, Any]) -> float:
 def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
     """One batch; up to two KV heads with up to two query heads each (the head mapping of GQA);
     two query blocks and two KV tiles per split, each with its ragged tail. Sq = Skv stays equal
-    (a causal mask on the diagonal) and Sq < Skv stays so (bottom-right alignment)."""
+    (a causal mask on the diagonal), Sq < Skv stays so (bottom-right alignment) and Sq > Skv too
+    (rows the causal mask leaves without a key), each by whole blocks."""
     s = p.shape
     bm, bn = c["block_m"], c["block_n"]
     if s["Sq"] == s["Skv"]:
@@ -91,7 +92,9 @@ def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
     else:
         sq, skv = reduced(s["Sq"], bm), reduced(s["Skv"], bn, 2 * c["splits"])
         while s["Sq"] < s["Skv"] and sq >= skv:
-            skv += bn
+            skv = min(s["Skv"], skv + bn)
+        while s["Sq"] > s["Skv"] and sq <= skv:
+            sq = min(s["Sq"], sq + bm)
     hkv = min(s["Hkv"], 2)
     return {"B": 1, "Hq": hkv * min(s["Hq"] // s["Hkv"], 2), "Hkv": hkv, "Sq": sq, "Skv": skv, "D": s["D"]}
 
