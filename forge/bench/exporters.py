@@ -34,8 +34,12 @@ def _names(case: dict[str, Any]) -> list[str]:
     return SOL_NAMES[op]
 
 
-def entry_source(case: dict[str, Any], plan: Any, main: str) -> str:
-    """A torch-extension `run` that launches forge's kernels on the caller's tensors."""
+def entry_source(case: dict[str, Any], plan: Any, main: str, smem_default: int) -> str:
+    """A torch-extension `run` that launches forge's kernels on the caller's tensors. A kernel
+    that takes more dynamic shared memory than `smem_default` (the 48 KB a launch gets without
+    opting in) is given its most, once per process, as forge's harness does (cuda.md §1.1:
+    "Above 48 KB you need dynamic smem plus cudaFuncAttributeMaxDynamicSharedMemorySize"):
+    without it the launch is refused. Every launch is checked, so a refused one raises."""
     problem = get_op(case["op"]).problem(case["shape"], case["dtype"], case["attrs"])
     forge_names = [s.name for s in get_op(case["op"]).inputs(problem)] + [get_op(case["op"]).output(problem).name]
     sol = _names(case)
@@ -43,8 +47,19 @@ def entry_source(case: dict[str, Any], plan: Any, main: str) -> str:
     params = ", ".join(f"torch::Tensor {n}" for n in sol)
     lines = [f"// forge export for SOL-ExecBench: {case['source_name']} case {case['case_id']}",
              f"// config: {' '.join(f'{k}={v}' for k, v in (case.get('config') or {}).items())}",
-             "#include <torch/extension.h>", "#include <c10/cuda/CUDAStream.h>", f'#include "{main}"', "",
+             "#include <torch/extension.h>", "#include <c10/cuda/CUDAException.h>",
+             "#include <c10/cuda/CUDAStream.h>", f'#include "{main}"', "",
              f"void run({params}) {{", "  auto stream = c10::cuda::getCurrentCUDAStream();"]
+    optin: dict[str, int] = {}
+    for ln in plan.launches:
+        if ln.smem > smem_default:
+            optin[ln.kernel] = max(ln.smem, optin.get(ln.kernel, 0))
+    if optin:
+        lines += ["  // more than the default 48 KB of dynamic shared memory: opted into once per process",
+                  "  static const bool smem_opted_in = [] {"]
+        lines += [f"    C10_CUDA_CHECK(cudaFuncSetAttribute({k}, cudaFuncAttributeMaxDynamicSharedMemorySize, {n}));"
+                  for k, n in optin.items()]
+        lines += ["    return true;", "  }();", "  (void)smem_opted_in;"]
     for b in plan.buffers:
         if b.kind == "scratch":
             lines.append(f"  auto {b.name} = torch::zeros({{{b.nbytes}}}, torch::dtype(torch::kUInt8)"
@@ -65,6 +80,7 @@ def entry_source(case: dict[str, Any], plan: Any, main: str) -> str:
                 args.append(f"float({val})")
         lines.append(f"  {ln.kernel}<<<dim3({', '.join(map(str, ln.grid))}), dim3({', '.join(map(str, ln.block))}), "
                      f"{ln.smem}, stream>>>({', '.join(args)});")
+        lines.append("  C10_CUDA_KERNEL_LAUNCH_CHECK();")
     lines += ["}", "", "PYBIND11_MODULE(TORCH_EXTENSION_NAME, m) { m.def(\"run\", &run); }", ""]
     return "\n".join(lines)
 
@@ -85,7 +101,7 @@ def solution_json(case: dict[str, Any], target: str, author: str = "forge") -> d
     src = backend.generate(variant)
     plan = backend.plan(variant)
     files = dict(src.files)
-    files["sol_entry.cu"] = entry_source(case, plan, src.main)
+    files["sol_entry.cu"] = entry_source(case, plan, src.main, backend.arch.limits.smem_per_block_default)
     return {"name": re.sub(r"[^A-Za-z0-9_.-]+", "_", f"forge_{case['source_name']}_{case['case_id']}"),   # a file name
             "definition": case["source_name"], "author": author,
             "description": f"forge autotuned variant for {problem.short()} on {t.name}; "
