@@ -59,6 +59,17 @@ def test_attention_space_rejects_by_reason_and_differs_per_target():
     assert any(r.startswith("smem:") and "232448 B" in r for r in reasons)
 
 
+def test_the_simt_gemm_takes_blocks_of_1024_threads_the_hardware_allows():
+    """1024 threads per block is the hardware's limit (cuda.md §1.1); a cap of 512 typed as the
+    limit refused 64x128 tiles of 2x4 per thread, which build with 64 registers and no spill."""
+    be = get_backend("h100", measure="model")
+    p = get_op("matmul").problem({"M": 4096, "N": 4096, "K": 4096}, "float32")
+    space = be.space(p)
+    assert space.check(dict(block_m=64, block_n=128, block_k=16, thread_m=2, thread_n=4, split_k=1, min_blocks=1)) == []
+    assert any(r.startswith("threads: 2048 threads > 1024") for r in space.check(
+        dict(block_m=128, block_n=128, block_k=8, thread_m=2, thread_n=4, split_k=1, min_blocks=1)))
+
+
 def test_unsupported_problems_say_why():
     be = get_backend("h100", measure="model")
     assert "float32" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))

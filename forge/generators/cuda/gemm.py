@@ -51,7 +51,7 @@ def space(p: Problem, arch) -> Space:
     cons = [
         Constraint("warps", lambda c: (c["warp_m"] <= c["block_m"]) & (c["warp_n"] <= c["block_n"]),
                    lambda c: "warp tile larger than the block tile"),
-        limit("threads", threads, min(lim.max_threads_per_block, 512), "threads",
+        limit("threads", threads, lim.max_threads_per_block, "threads",
               lambda c: "(block_m/warp_m) x (block_n/warp_n) x 32"),
         tile_rule(p, 64),
         limit("smem", lambda c: smem_bytes(c, p), lim.smem_per_block_optin, "B",

@@ -43,7 +43,7 @@ def space(p: Problem, arch) -> Space:
     lim = arch.limits
     params = [choice(k, v, ordered=True) for k, v in load_space_values("sgemm").items()]
     cons = [
-        limit("threads", threads, min(lim.max_threads_per_block, 512), "threads",
+        limit("threads", threads, lim.max_threads_per_block, "threads",
               lambda c: "(block_m/thread_m) x (block_n/thread_n)"),
         Constraint("threads_min", lambda c: threads(c) >= 32, lambda c: f"{threads(c)} threads: less than a warp"),
         tile_rule(p, 32),
