@@ -70,6 +70,16 @@ def test_the_simt_gemm_takes_blocks_of_1024_threads_the_hardware_allows():
         dict(block_m=128, block_n=128, block_k=8, thread_m=2, thread_n=4, split_k=1, min_blocks=1)))
 
 
+def test_attention_keeps_its_batch_and_splits_within_the_grids_z_limit():
+    """Batch x splits is gridDim.z, at most 65535 blocks ([PG] T30): a larger grid is refused at
+    launch, and the host check (one batch) never sees it."""
+    space = get_backend("h100", measure="model").space(
+        get_op("attention").problem(dict(B=40000, Hq=1, Hkv=1, Sq=1, Skv=4096, D=64), "float16"))
+    cfg = dict(block_m=64, block_n=64, num_warps=4, stages=2, min_blocks=1, splits=2)
+    assert "grid: 80000 blocks > 65535 blocks: gridDim.z = batch 40000 x splits 2" in space.check(cfg)
+    assert not any(r.startswith("grid") for r in space.check(dict(cfg, splits=1)))
+
+
 def test_unsupported_problems_say_why():
     be = get_backend("h100", measure="model")
     assert "float32" in be.supports(get_op("attention").problem(dict(B=1, H=1, S=64, D=64), "float32"))

@@ -25,6 +25,7 @@ class CCLimits:
 
     cc: str
     max_threads_per_block: int
+    max_grid_yz: int
     max_threads_per_sm: int
     max_blocks_per_sm: int
     regs_per_sm: int

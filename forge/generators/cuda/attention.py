@@ -58,6 +58,8 @@ def space(p: Problem, arch) -> Space:
         limit("occupancy", lambda c: c["min_blocks"] * c["num_warps"] * 32 * (acc_regs(c, p) + REG_OVERHEAD),
               lim.regs_per_sm, "regs",
               lambda c: f"min_blocks={c['min_blocks']} x {c['num_warps'] * 32} threads x estimated regs"),
+        limit("grid", lambda c: p.shape["B"] * c["splits"], lim.max_grid_yz, "blocks",
+              lambda c: f"gridDim.z = batch {p.shape['B']} x splits {c['splits']}"),
         Constraint("split_kv",
                    lambda c: (c["splits"] == 1) | ((c["splits"] <= kv_tiles(c))
                                                    & (base_grid(c, p) * c["splits"] <= 2 * arch.sms)),
