@@ -58,6 +58,20 @@ def test_host_run_detects_a_wrong_kernel(tmp_path):
     assert not get_op("softmax_axis").check(p, inputs, run_on_host(plan, inputs, "float32", tmp_path)).ok
 
 
+def test_host_run_detects_an_output_the_kernel_never_writes(tmp_path):
+    """Outputs start as NaN, as in the GPU harness: a kernel that skips the rows a causal mask
+    leaves without a key (whose reference is 0) fails, where zeroed outputs would pass it."""
+    be = get_backend("h100", measure="model")
+    p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=90, Skv=40, D=32), "float16", {"causal": True})
+    plan = be.plan(Variant(p, "h100", _smallest_matching(be, p, dict(splits=1))))
+    src = plan.files["kernel.cu"]
+    assert "if (qi >= SQ) continue;" in src
+    plan.files["kernel.cu"] = src.replace("if (qi >= SQ) continue;", "if (qi >= SQ || l == 0.f) continue;")
+    inputs = get_op("attention").make_inputs(p, seed=1)
+    out = run_on_host(plan, inputs, "float16", tmp_path)
+    assert not get_op("attention").check(p, inputs, out).ok
+
+
 def _smallest_matching(be, p, want):
     """The valid config matching `want` with the fewest threads and smallest tiles (fast on the host)."""
     matches = [c for c in be.space(p).enumerate().configs() if all(c[k] == v for k, v in want.items())]
@@ -84,6 +98,8 @@ TILED_CASES = [
     ("attention", dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=70, D=64), "float16", {"causal": True}, dict(stages=2, splits=1)),
     ("attention", dict(B=2, Hq=2, Hkv=2, Sq=17, Skv=33, D=32), "bfloat16", {}, dict(stages=1, splits=1)),
     ("attention", dict(B=1, Hq=4, Hkv=1, Sq=1, Skv=300, D=64), "bfloat16", {}, dict(splits=4)),
+    # causal with more query rows than keys: the first Sq - Skv rows see no key (output 0)
+    ("attention", dict(B=1, Hq=2, Hkv=1, Sq=90, Skv=40, D=32), "float16", {"causal": True}, dict(splits=1)),
 ]
 
 
