@@ -134,6 +134,49 @@ def test_attention_is_checked_with_the_causal_masks_geometry(sq, skv):
         assert small["Sq"] <= sq and small["Skv"] <= skv
 
 
+ROW_CASES = [("rmsnorm", {"M": 4096, "N": 1024}, "float16", {"residual": True}),
+             ("softmax", {"M": 700, "N": 40}, "float32", {}), ("rmsnorm", {"M": 5003, "N": 2}, "bfloat16", {}),
+             ("swiglu", {"M": 4096, "N": 11008}, "bfloat16", {}), ("swiglu", {"M": 3000, "N": 5}, "float16", {})]
+
+
+@pytest.mark.parametrize("op,shape,dtype,attrs", ROW_CASES)
+def test_every_emulated_core_turns_its_queues_over(op, shape, dtype, attrs):
+    """The emulated problem of every config gives an AIV more full tiles than its queues have
+    slots: a missing FreeTensor, or a buffer too small for a full tile, shows in the check. With the
+    variant's 12 or more AIVs the small problem gave each one tile at most."""
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op(op).problem(shape, dtype, attrs)
+    plan = be.plan(p)
+    for c in be.space(p).enumerate().configs():
+        small = plan.emulation_plan(c)
+        emu = plan.emulation_config(c)
+        assert {k: v for k, v in emu.items() if k != "cores"} == {k: v for k, v in c.items() if k != "cores"}
+        block_dim = int(small.pipeline(emu).block_dim)
+        units = int(small.units(emu))
+        if small.p.shape["M"] == p.shape["M"]:
+            continue                          # the whole problem is checked: it has no more tiles
+        assert block_dim == 2 and -(-units // block_dim) >= c["buffer_num"] + 2, (c, small.p.shape, block_dim, units)
+
+
+def test_the_emulator_catches_a_queue_slot_never_freed(tmp_path):
+    """Without its FreeTensor the output queue runs out of slots at a core's second tile: the
+    device would hang there, the emulator reports it."""
+    from forge.backends.ascend import emulate
+
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("rmsnorm").problem({"M": 4096, "N": 1000}, "float16", {"residual": True})
+    plan = be.plan(p)
+    cfg = next(c for c in be.space(p).enumerate().configs()
+               if c["rows"] == 2 and c["buffer_num"] == 1 and c["reduce"] == "row")
+    small = plan.emulation_plan(cfg)
+    emu = plan.emulation_config(cfg)
+    text = small.render(emu).text
+    assert "queY.FreeTensor(y);" in text
+    built = emulate.build({"kernel.cpp": text.replace("queY.FreeTensor(y);", "")}, "kernel.cpp", tmp_path, be.target)
+    chk = emulate.run(built, small.p, int(small.pipeline(emu).block_dim), small.workspace_bytes(emu), 3, 120)
+    assert chk.status == "runtime_error" and "queue" in chk.reason, chk.reason
+
+
 def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):
     """MQA with short queries: a row block of s1 rows spans s1 / Sq heads of the group (four here);
     the emulated problem keeps enough heads per group for that, and the variant passes there."""

@@ -93,9 +93,10 @@ class AscendBackend(Backend):
         src = plan.render(cfg)
         small_plan = plan.emulation_plan(cfg)
         small = small_plan.p
-        small_src = small_plan.render(cfg)
-        res: dict[str, Any] = {"emulated_shape": small.shape, "emu_block_dim": small_plan.pipeline(cfg).block_dim,
-                               "emu_workspace": small_plan.workspace_bytes(cfg)}
+        emu_cfg = plan.emulation_config(cfg)
+        small_src = small_plan.render(emu_cfg)
+        res: dict[str, Any] = {"emulated_shape": small.shape, "emu_block_dim": small_plan.pipeline(emu_cfg).block_dim,
+                               "emu_workspace": small_plan.workspace_bytes(emu_cfg)}
         lacking = emulate.missing_api(small_src.text)
         built = None if lacking else emulate.build({"kernel.cpp": small_src.text}, "kernel.cpp",
                                                    Path(cache_dir) / "ascend_emu", self.target)

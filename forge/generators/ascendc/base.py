@@ -135,6 +135,16 @@ class Plan(ABC):
         """A small problem with the same tiling structure, run by the CPU emulator."""
         return self.p
 
+    # AIVs an emulated vector kernel is launched on: few, so the small problem gives each of them
+    # several tiles, and queue slots, double buffering and the free/alloc cycle turn over in the
+    # check as they do on the device (with `cores`' 12 or more AIVs each had one tile at most)
+    EMULATED_CORES = 2
+
+    def emulation_config(self, cfg: dict[str, Any]) -> dict[str, Any]:
+        """The config the emulated kernel is rendered with: the variant's, on EMULATED_CORES AIVs
+        where it chooses its AIV count (every tiling parameter is the variant's own)."""
+        return {**cfg, "cores": min(int(cfg["cores"]), self.EMULATED_CORES)} if "cores" in cfg else dict(cfg)
+
     def emulation_plan(self, cfg: dict[str, Any]) -> "Plan":
         """The plan of `emulation_problem`: the same generator (a plan chosen by shape keeps itself)."""
         return type(self)(self.emulation_problem(cfg), self.hw)

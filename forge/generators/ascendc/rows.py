@@ -250,7 +250,9 @@ class RowPlan(RowsPlan):
 
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
-        m = min(self.M, cfg["rows"] * 2 * 3 + 1)          # 3 tiles per core on 2 cores, plus a tail row
+        # on EMULATED_CORES AIVs, as many full tiles each as its queues have slots and two more (every
+        # slot reused), plus a tail row
+        m = min(self.M, cfg["rows"] * self.EMULATED_CORES * (cfg["buffer_num"] + 2) + 1)
         return get_op(self.op).problem({"M": m, "N": self.N}, self.p.dtype, dict(self.p.attrs))
 
 

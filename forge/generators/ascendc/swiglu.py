@@ -138,5 +138,7 @@ class SwigluPlan(RowsPlan):
     def emulation_problem(self, cfg: dict[str, Any]) -> Any:
         from forge.ops import get_op
         n = min(self.N, cfg["chunk"] * 2 + 24)            # two full chunks and an unaligned tail
-        m = min(self.M, 2 * cfg["rows"] + 1 if cfg["rows"] > 1 else 5)   # two full row blocks and a tail
+        # on EMULATED_CORES AIVs, as many full row blocks each as its queues have slots and two
+        # more (every slot reused), and a tail row
+        m = min(self.M, cfg["rows"] * self.EMULATED_CORES * (cfg["buffer_num"] + 2) + 1)
         return get_op("swiglu").problem({"M": m, "N": n}, self.p.dtype)
