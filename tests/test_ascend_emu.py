@@ -276,3 +276,25 @@ def test_basic_cube_wrong_fractal_order_gives_wrong_result(emu_cache):
     res = run_kernel(r, {"a": a, "b": b}, {"c": ((48, 32), "float32")}, block_dim=1)
     assert res.ok
     assert not np.allclose(res.outputs["c"], a.astype(np.float64) @ b.astype(np.float64), rtol=1e-2, atol=1e-2)
+
+
+@pytest.mark.parametrize("name", ["ascend910", "ascend910_93", "ascend910b1", "ascend910b2", "ascend910b3",
+                                  "ascend910b4", "ascend950pr"])
+def test_the_emulator_holds_kernels_to_the_targets_own_limits(name):
+    """The emulator read a target's limit only under its own key names, which the target files
+    do not use: every target was emulated with the 910B2's cores, flag ids and queue depth, and
+    the UB without its reserve."""
+    from forge.backends.ascend.emu.runner import emu_limits
+    from forge.backends.ascend.hw import AscendHW
+    from forge.targets import get_target
+
+    hw = AscendHW(get_target(name))
+    lim = emu_limits(get_target(name))
+    assert lim["ub_bytes"] == hw.capacity("UB") and lim["l1_bytes"] == hw.capacity("L1")
+    assert lim["ub_align"] == hw.align("UB") and lim["l0c_align"] == hw.align("L0C")
+    assert lim["que_buffers_per_position"] == hw.queue_buffers_per_position
+    assert lim["buffers_per_kernel"] == hw.buffers_per_kernel and lim["event_ids"] == hw.event_ids
+    assert (lim["aic_cores"], lim["aiv_cores"]) == (hw.aic, hw.aiv)
+    if "cross_core_flag_ids" in hw.target.details:
+        assert lim["cross_flag_ids"] == hw.cross_core_flag_ids
+        assert lim["cross_flag_max_pending"] == hw.cross_core_pending_max

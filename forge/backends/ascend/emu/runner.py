@@ -77,29 +77,33 @@ def _defaults() -> dict[str, int]:
     return dict(yaml.safe_load((EMU_DIR / "defaults.yaml").read_text()))
 
 
-def emu_limits(target: Any = None) -> dict[str, int]:
-    """Emulator limits: defaults.yaml (910B2) overlaid with the target's `details` of the same keys.
+# emulator limit -> where the target YAML keeps it (a path into `details`); the UB is less its
+# reserve (ascend.md §1.2), as the space's constraints count it (AscendHW.capacity)
+FROM_TARGET = {
+    "ub_bytes": ("ub_bytes",), "l1_bytes": ("l1_bytes",), "l0a_bytes": ("l0a_bytes",), "l0b_bytes": ("l0b_bytes",),
+    "l0c_bytes": ("l0c_bytes",), "bt_bytes": ("bt_bytes",), "fb_bytes": ("fb_bytes",),
+    "ub_align": ("align_bytes", "ub"), "l1_align": ("align_bytes", "l1"), "l0_align": ("align_bytes", "l0a"),
+    "l0c_align": ("align_bytes", "l0c"), "event_ids": ("event_ids",),
+    "que_buffers_per_position": ("queue_buffers_per_position",), "buffers_per_kernel": ("buffers_per_kernel",),
+    "cross_flag_ids": ("cross_core_flag_ids",), "cross_flag_max_pending": ("cross_core_pending_max",),
+    "aic_cores": ("aic",), "aiv_cores": ("aiv",),
+}
 
-    `target` is a `forge.targets.Target`, a details mapping, or None. Nested mappings in details
-    (e.g. `details["memory"]["ub_bytes"]`) are searched too, so the YAML may group its numbers.
-    """
+
+def emu_limits(target: Any = None) -> dict[str, int]:
+    """Emulator limits: defaults.yaml (910B2) overlaid with what the target's `details` give
+    (FROM_TARGET says where). `target` is a `forge.targets.Target`, a details mapping, or None."""
     lim = _defaults()
     details: Mapping[str, Any] = {}
     if target is not None:
         details = target if isinstance(target, Mapping) else getattr(target, "details", {}) or {}
-    flat: dict[str, Any] = {}
-
-    def walk(d: Mapping[str, Any]) -> None:
-        for k, v in d.items():
-            if isinstance(v, Mapping):
-                walk(v)
-            else:
-                flat.setdefault(k, v)
-
-    walk(details)
-    for k in lim:
-        if k in flat and flat[k] is not None:
-            lim[k] = int(flat[k])
+    for key, path in FROM_TARGET.items():
+        value: Any = details
+        for part in path:
+            value = value.get(part) if isinstance(value, Mapping) else None
+        if value is not None:
+            lim[key] = int(value)
+    lim["ub_bytes"] -= int(details.get("ub_reserved_bytes", 0))
     return lim
 
 
