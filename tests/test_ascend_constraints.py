@@ -88,6 +88,17 @@ def test_synthetic_limits(hw):
     assert len(en) == 1 or all(not sp.check(c) for c in en.configs())
 
 
+def test_buffers_per_kernel_count_tbufs_too(hw):
+    """"The sum of all buffers in a kernel must be <= 64" (ascend.md §2.3): 60 queue blocks and
+    five TBufs are 65, as the emulator counts them."""
+    def res(c):
+        return Resources([Buffer("x", "VECIN", 1024, 30), Buffer("y", "VECOUT", 1024, 30)]
+                         + [Buffer(f"t{i}", "VECCALC", 32, 1, queue=False) for i in range(c["tbufs"])], 1, "aiv")
+    sp = Space([choice("tbufs", (4, 5))], hard_constraints(hw, res))
+    assert not any(r.startswith("buffers per kernel") for r in sp.check({"tbufs": 4}))
+    assert any(r.startswith("buffers per kernel: 65 > 64") for r in sp.check({"tbufs": 5}))
+
+
 def test_matmul_blockdim_and_tcube_limits(hw):
     plan = get_plan(get_op("matmul").problem({"M": 4096, "N": 4096, "K": 4096}, "float16"), hw)
     r = plan.space().check(dict(baseM=256, baseN=256, baseK=128, stepK=4, dbL1=2, dbL0C=2, coreM=1, coreN=1))

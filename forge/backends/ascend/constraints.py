@@ -68,12 +68,14 @@ def hard_constraints(hw: AscendHW, res: ResourceFn) -> list[Constraint]:
     out.append(limit("queue buffers per position", worst_position, per_pos, "", explain_pos))
 
     def per_kernel(c: dict[str, Any]) -> Any:
+        # "the sum of all buffers in a kernel must be <= 64" (ascend.md §2.3): queue blocks and
+        # TBufs alike, as the emulator counts them
         bufs = res(c).buffers
-        aiv = sum((np.asarray(b.num) for b in bufs if b.queue and b.memory == "UB"), np.int64(0))
-        aic = sum((np.asarray(b.num) for b in bufs if b.queue and b.memory != "UB"), np.int64(0))
+        aiv = sum((np.asarray(b.num) for b in bufs if b.memory == "UB"), np.int64(0))
+        aic = sum((np.asarray(b.num) for b in bufs if b.memory != "UB"), np.int64(0))
         return np.maximum(aiv, aic)
 
-    out.append(limit("queue buffers per kernel", per_kernel, int(hw.buffers_per_kernel)))
+    out.append(limit("buffers per kernel", per_kernel, int(hw.buffers_per_kernel)))
     out.append(limit("event ids", lambda c: np.asarray(res(c).events) + len(hw.reserved_event_ids),
                      int(hw.event_ids), "", lambda c: f"{int(res(c).events)} by hand + "
                      f"{len(hw.reserved_event_ids)} reserved (ids {hw.reserved_event_ids})"))
