@@ -158,9 +158,19 @@ def test_every_emulated_core_turns_its_queues_over(op, shape, dtype, attrs):
         assert block_dim == 2 and -(-units // block_dim) >= c["buffer_num"] + 2, (c, small.p.shape, block_dim, units)
 
 
-def test_the_emulator_catches_a_queue_slot_never_freed(tmp_path):
-    """Without its FreeTensor the output queue runs out of slots at a core's second tile: the
-    device would hang there, the emulator reports it."""
+@pytest.mark.parametrize("break_,old,new,reported", [
+    # the device would hang at the core's second AllocTensor of y
+    ("no FreeTensor", "queY.FreeTensor(y);", "", "queue_overflow"),
+    # x read after its buffer went back to the queue (the next tile's copy-in may overwrite it)
+    ("FreeTensor too early", "LocalTensor<half> r = queR.DeQue<half>();",
+     "LocalTensor<half> r = queR.DeQue<half>();\n    queX.FreeTensor(x);", "use_after_free"),
+    # y written by the vector unit after MTE3 was handed it
+    ("EnQue too early", "    Cast(y, xf, RoundMode::CAST_RINT, rows * COLS_PAD);\n    queY.EnQue(y);",
+     "    queY.EnQue(y);\n    Cast(y, xf, RoundMode::CAST_RINT, rows * COLS_PAD);", "enqueued_access"),
+])
+def test_the_emulator_catches_a_broken_queue_protocol(tmp_path, break_, old, new, reported):
+    """Breaks the generators never make but a hand edit would: each is a hang or a race on the
+    device, and the emulator names it (a moved FreeTensor or EnQue used to pass)."""
     from forge.backends.ascend import emulate
 
     be = get_backend("ascend910b2", measure="model")
@@ -171,10 +181,12 @@ def test_the_emulator_catches_a_queue_slot_never_freed(tmp_path):
     small = plan.emulation_plan(cfg)
     emu = plan.emulation_config(cfg)
     text = small.render(emu).text
-    assert "queY.FreeTensor(y);" in text
-    built = emulate.build({"kernel.cpp": text.replace("queY.FreeTensor(y);", "")}, "kernel.cpp", tmp_path, be.target)
+    if break_ == "FreeTensor too early":
+        text = text.replace("    queX.FreeTensor(x);\n    queR.FreeTensor(r);", "    queR.FreeTensor(r);")
+    assert old in text
+    built = emulate.build({"kernel.cpp": text.replace(old, new)}, "kernel.cpp", tmp_path, be.target)
     chk = emulate.run(built, small.p, int(small.pipeline(emu).block_dim), small.workspace_bytes(emu), 3, 120)
-    assert chk.status == "runtime_error" and "queue" in chk.reason, chk.reason
+    assert chk.status == "runtime_error" and reported in chk.reason, chk.reason
 
 
 def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):

@@ -21,6 +21,7 @@ struct QueState {
   uint32_t len = 0;
   std::vector<uint32_t> offs;
   std::vector<SlotState> state;
+  std::vector<uint32_t> gen;   // per slot: FreeTensors so far, so a tensor kept past its FreeTensor is told apart
   std::deque<int> fifo;
   forge_emu::Loc init_loc;
   bool inited() const { return !offs.empty(); }
@@ -70,6 +71,7 @@ class TPipe {
     q.pos = Q::kPosition; q.depth = Q::kDepth; q.mem = m; q.core = core_; q.len = len; q.init_loc = loc;
     for (int i = 0; i < num; ++i) q.offs.push_back(used_[m] + i * one);
     q.state.assign(num, detail::QueState::FREE);
+    q.gen.assign(num, 0);
     reserve(m, Q::kPosition, num, one, loc);
     return true;
   }
@@ -194,6 +196,7 @@ class TQueBind {
     if (state_.state[s] == detail::QueState::ENQUEUED)
       Diag("bad_api").kv("op", "FreeTensor").kv("position", position_name(src)).msg("FreeTensor of a buffer that is still in the queue (EnQue without DeQue)").at(loc).fail(EXIT_BAD_API);
     state_.state[s] = detail::QueState::FREE;
+    ++state_.gen[s];
   }
   __aicore__ inline bool VacantInQue() const { return depth <= 0 || (int)state_.fifo.size() < depth; }
   __aicore__ inline bool HasTensorInQue() const { return !state_.fifo.empty(); }
@@ -215,6 +218,8 @@ class TQueBind {
     t.ref_.core = state_.core; t.ref_.mem = state_.mem; t.ref_.pos = src;
     t.ref_.buf_start = state_.offs[s]; t.ref_.buf_end = state_.offs[s] + (state_.len + 31u) / 32u * 32u;
     t.ref_.off = state_.offs[s]; t.ref_.owner = this; t.ref_.slot = s;
+    t.ref_.slot_state = reinterpret_cast<const uint8_t*>(&state_.state[s]);
+    t.ref_.slot_gen = &state_.gen[s]; t.ref_.gen = state_.gen[s];
     t.count_ = state_.len / (uint32_t)sizeof(T);
     return t;
   }

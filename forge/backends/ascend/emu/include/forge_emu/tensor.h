@@ -44,6 +44,9 @@ struct LocalRef {
   uint32_t off = 0;         // this tensor's start, bytes
   void* owner = nullptr;    // queue that handed it out (nullptr for TBuf)
   int slot = -1;            // buffer index in that queue
+  const uint8_t* slot_state = nullptr;  // that slot's QueState::SlotState (queue tensors only)
+  const uint32_t* slot_gen = nullptr;   // that slot's FreeTensor count now ...
+  uint32_t gen = 0;                     // ... and when this tensor was handed out
 };
 }  // namespace forge_emu
 
@@ -90,6 +93,16 @@ class LocalTensor {
     using namespace forge_emu;
     if (ref_.core < 0)
       Diag("bad_api").kv("op", what).msg("LocalTensor used before it was obtained from AllocTensor/DeQue/Get").at(loc).fail(EXIT_BAD_API);
+    // A queue tensor is the program's only between AllocTensor (or DeQue) and EnQue (or
+    // FreeTensor): after FreeTensor its buffer may hold the next tile, and between EnQue and DeQue
+    // the pipe it was handed to may be reading or writing it (ascend.md §2.3)
+    if (ref_.slot_gen && *ref_.slot_gen != ref_.gen)
+      Diag("use_after_free").kv("op", what).kv("position", position_name(ref_.pos))
+          .msg(std::string(what) + " uses a queue tensor after its FreeTensor").at(loc).fail(EXIT_BAD_API);
+    if (ref_.slot_state && *ref_.slot_state == 2 /* QueState::ENQUEUED */)
+      Diag("enqueued_access").kv("op", what).kv("position", position_name(ref_.pos))
+          .msg(std::string(what) + " uses a tensor between its EnQue and DeQue, while another pipe may")
+          .at(loc).fail(EXIT_BAD_API);
     uint64_t a = (uint64_t)ref_.off + byte_off;
     if (a < ref_.buf_start || a + nbytes > ref_.buf_end)
       Diag("local_out_of_bounds").kv("op", what).kv("memory", mem_name(ref_.mem)).kv("position", position_name(ref_.pos))
