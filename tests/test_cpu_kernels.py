@@ -109,11 +109,33 @@ def test_torch_baseline_times_every_thread_count_in_one_process(monkeypatch):
     monkeypatch.setattr(vendor.subprocess, "Popen", counting)
     p = get_op("softmax").problem(dict(M=8, N=70), "float32")
     runs = vendor.measure_vendor(p, seed=1, warmup=0, reps=2, timeout=30, threads=[1, 2], flush_bytes=1024)
-    assert len(started) == 1
+    assert len([cmd for cmd in started if "forge.backends.cpu.vendor" in cmd]) == 1   # not setpriv's probe
     assert [b.measurement.extra["threads"] for b in runs] == [1, 2]
     for b in runs:
         assert b.name == "vendor" and b.measurement.status == "ok", b.measurement.reason
         assert len(b.measurement.timings) == 2 and b.measurement.errors
+
+
+@pytest.mark.parametrize("op,shape,attrs", [("softmax", dict(M=8, N=70), {}), ("softmax_axis", dict(B=2, K=9, I=70), {}),
+                                           ("matmul", dict(M=9, N=20, K=33), {"transpose_b": True}),
+                                           ("matmul", dict(M=9, N=20, K=33), {}), ("swiglu", dict(M=5, N=70), {})])
+def test_torch_writes_into_an_output_allocated_once_where_it_can(op, shape, attrs):
+    """A fresh output per timed call is paged in anew above glibc's mmap threshold (32 MiB), a cost
+    forge's kernels, whose output is allocated once, do not pay: torch softmax at 4096 x 4096 timed
+    about 1.8x slower so. Every call returns the same buffer, and the result is still checked."""
+    import torch
+
+    from forge.backends.cpu.vendor import _torch_call, measure_vendor
+
+    p = get_op(op).problem(shape, "float32", attrs)
+    inputs = get_op(op).make_inputs(p, 1)
+    fn = _torch_call(p, {k: torch.from_numpy(v) for k, v in inputs.items()})
+    with torch.inference_mode():
+        first, second = fn(), fn()
+    assert first.data_ptr() == second.data_ptr()
+    assert get_op(op).check(p, inputs, second.numpy(), seed=1).ok
+    (run,) = measure_vendor(p, seed=1, warmup=0, reps=1, timeout=30, threads=[1], flush_bytes=1024)
+    assert run.measurement.status == "ok" and "out=" in run.label, run.measurement.reason
 
 
 def test_torch_crashing_at_one_thread_count_fails_only_that_count(monkeypatch):
