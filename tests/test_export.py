@@ -131,6 +131,30 @@ def test_check_py_allows_a_long_float32_sum_its_rounding_as_forge_does(tmp_path)
         assert "rms(expected)" in res.stdout + res.stderr
 
 
+def test_check_py_holds_a_softmax_to_sums_of_one_as_forge_does(tmp_path):
+    """Every value 0.04 % too large is within the value-by-value float32 bound; the exported check,
+    like forge's, fails it on the sums to 1 and passes the reference."""
+    import subprocess
+    import sys
+
+    from forge.commands.show import _check_files
+
+    backend = get_backend("h200", measure="model")
+    op = get_op("softmax")
+    p = op.problem({"M": 8, "N": 4097}, "float32")
+    v = first_valid(backend, p)
+    want = op.reference(p, op.make_inputs(p, 0)).astype(np.float32)
+    files = _check_files(v, backend, {"expected_y.f32": want.tobytes()}, "#!/bin/bash\n./run\n")
+    (tmp_path / "check.py").write_text(files["check.py"])
+    want.tofile(tmp_path / "expected_y.f32")
+    out, _ = backend.export_output(v)
+    for scale, ok in ((1.0, True), (1.0004, False)):
+        (want * np.float32(scale)).astype(np.float32).tofile(tmp_path / out)
+        res = subprocess.run([sys.executable, "check.py"], cwd=tmp_path, capture_output=True, text=True)
+        assert (res.returncode == 0) == ok, (scale, res.stdout, res.stderr)
+    assert "sums along axis 1 are not 1 within 0.0002" in res.stderr
+
+
 def test_an_export_says_where_forge_checked_the_variant():
     """An emulated check at the problem's own shape is not called "the smaller shape"."""
     from types import SimpleNamespace

@@ -6,6 +6,7 @@ from threadpoolctl import threadpool_info, threadpool_limits
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.ops.attention import causal_pairs
+from forge.ops.base import round_to_dtype
 
 
 def naive_attention(q, k, v, causal, scale):
@@ -163,3 +164,20 @@ def test_unknown_op_and_dtype():
         get_op("flash")
     with pytest.raises(ForgeInputError, match="dtype"):
         get_op("softmax").problem({"M": 1, "N": 1}, "int4")
+
+
+@pytest.mark.parametrize("op,shape", [("softmax", {"M": 64, "N": 4097}), ("softmax_axis", {"B": 2, "K": 1000, "I": 3})])
+def test_a_softmax_whose_normaliser_is_short_fails_the_check(op, shape):
+    """A normaliser 0.04 % short (a value of that size left out of it) makes every value 0.04 %
+    too large: within 2e-4 + 2e-4·y of every y <= 1, so the value-by-value float32 bound passed
+    it; the sums to 1 do not."""
+    o = get_op(op)
+    p = o.problem(shape, "float32")
+    inputs = o.make_inputs(p, 0)
+    wrong = (o.reference(p, inputs) * 1.0004).astype(np.float32)
+    m = o.check(p, inputs, wrong)
+    assert not m.ok and "sums to 1.0004" in m.reason and "a softmax sums to 1 (within 0.0002)" in m.reason, m.reason
+    for dtype in ("float32", "float16", "bfloat16"):     # correct outputs, rounded to the dtype, pass
+        q = o.problem(shape, dtype)
+        ins = o.make_inputs(q, 0)
+        assert o.check(q, ins, round_to_dtype(o.reference(q, ins), dtype)).ok

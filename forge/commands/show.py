@@ -66,6 +66,8 @@ OUT, DTYPE, EXPECTED = {out!r}, {dtype!r}, {expected!r}
 # forge's bound (forge/ops/base.py allowed_error): ATOL + RTOL·|expected| + ACC·rms(expected), ACC
 # for a long float32 sum behind each value (0 where there is none)
 ATOL, RTOL, ACC, BOUND = {atol!r}, {rtol!r}, {acc!r}, {bound!r}
+# a softmax's output shape and the axis it sums to 1 along, within RTOL (None for other operators)
+SUMS = {sums!r}
 os.chdir(os.path.dirname(os.path.abspath(__file__)))
 for name in (OUT, EXPECTED):
     if not os.path.isfile(name):
@@ -85,6 +87,13 @@ if bad.any():
     i = int(np.argmax(bad))
     sys.exit(f"FAIL: {{int(bad.sum())}} of {{want.size}} values outside {{BOUND}}; first at "
              f"flat index {{i}}: {{got[i]!r}} against {{want[i]!r}}")
+if SUMS:
+    shape, axis = SUMS
+    sums = got.astype(np.float64).reshape(shape).sum(axis=axis)
+    off = np.flatnonzero(~(np.abs(sums - 1.0) <= RTOL))
+    if off.size:
+        sys.exit(f"FAIL: {{off.size}} sums along axis {{axis}} are not 1 within {{RTOL}}; the first is "
+                 f"{{sums.flat[int(off[0])]!r}}")
 print(f"PASS: {{want.size}} values within {{BOUND}} of the float64 reference")
 '''
 
@@ -100,7 +109,9 @@ def _check_files(variant: Any, backend: Any, expected: dict[str, bytes], run: st
     out, dtype = backend.export_output(variant)
     atol, rtol = op.tolerance(p.dtype)
     script = CHECK_SCRIPT.format(out=out, dtype=dtype, expected=next(iter(expected)), atol=atol, rtol=rtol,
-                                 acc=op.accumulation_allowance(p), bound=op.tolerance_text(p))
+                                 acc=op.accumulation_allowance(p), bound=op.tolerance_text(p),
+                                 sums=None if op.sums_to_one_axis is None else
+                                 (list(op.output(p).shape), op.sums_to_one_axis))
     return {"check.py": script, "run.sh": run.rstrip("\n") + "\npython3 check.py\n"}
 
 

@@ -86,6 +86,8 @@ class Op(ABC):
     # Largest number of output rows compared in full; above it a seeded sample of rows is checked
     # (the whole output is still scanned for NaN from the poisoned buffer).
     full_check_rows: int = 4096
+    # The output's axis along which it sums to 1 (a softmax's), else None: checked beside each value.
+    sums_to_one_axis: int | None = None
 
     # -- shape schema ----------------------------------------------------------------------
     def normalize(self, shape: dict[str, int], attrs: dict[str, Any]) -> tuple[dict[str, int], dict[str, Any]]:
@@ -198,7 +200,35 @@ class Op(ABC):
             reason = (f"{n_bad} of {bad.size} checked values outside {self.tolerance_text(p)}; "
                       f"worst at row {int(rows[idx[0]])} col {int(idx[1])}: got {got[idx]:.6g}, "
                       f"expected {expected[idx]:.6g}")
+        else:
+            reason = self.invariant_violation(p, got, rows) or ""
+            ok = not reason
         return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason)
+
+    def invariant_violation(self, p: Problem, got: np.ndarray, rows: np.ndarray) -> str | None:
+        """Where the output sums to 1 along `sums_to_one_axis` (a softmax), the first sum that is not
+        1 within rtol, named; else None. Each value within rtol of its own keeps a sum so, while
+        the flat atol, the size of a value once N is in the thousands, passes a normaliser a little
+        off (a value left out of it makes every value 1/N too large). Along the last axis every
+        checked row is summed; along another, only when every row was checked."""
+        axis = self.sums_to_one_axis
+        if axis is None:
+            return None
+        shape = self.output(p).shape
+        if axis == len(shape) - 1:
+            sums = got.sum(axis=1)
+        elif len(rows) == self.rows(p)[0]:
+            sums = got.reshape(shape).sum(axis=axis)
+        else:
+            return None
+        _, rtol = self.tolerance(p.dtype)
+        off = np.flatnonzero(~(np.abs(sums - 1.0) <= rtol))
+        if not off.size:
+            return None
+        i = int(off[0])
+        where = (f"row {int(rows[i])}" if sums.ndim == 1 else
+                 f"the sum along axis {axis} at {tuple(int(j) for j in np.unravel_index(i, sums.shape))}")
+        return f"{where} sums to {float(sums.flat[i]):.7g}; a softmax sums to 1 (within {rtol:g})"
 
     # -- cost ---------------------------------------------------------------------------------
     @abstractmethod

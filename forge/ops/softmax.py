@@ -12,6 +12,7 @@ class Softmax(Op):
     description = "numerically stable softmax over the last axis of x[M, N]"
     dims = ("M", "N")
     attr_defaults: dict = {}
+    sums_to_one_axis = 1              # y[M, N] sums to 1 along N
     default_shape = {"M": 4096, "N": 4096}
 
     def inputs(self, p: Problem) -> list[TensorSpec]:

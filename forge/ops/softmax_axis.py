@@ -18,6 +18,7 @@ class SoftmaxAxis(Op):
     description = "numerically stable softmax over the middle axis of x[B, K, I] (cann-bench softmax, dim not last)"
     dims = ("B", "K", "I")
     attr_defaults: dict = {}
+    sums_to_one_axis = 1              # y[B, K, I] sums to 1 along K
     default_shape = {"B": 4, "K": 255, "I": 2049}
 
     def inputs(self, p: Problem) -> list[TensorSpec]:
