@@ -208,10 +208,13 @@ def test_run_folders_of_killed_forge_processes_are_removed(tmp_path, monkeypatch
         d.mkdir()
         (d / "inputs.bin").write_bytes(b"0" * 16)
     (left / runner.IN_USE).touch()
+    old = tmp_path / "forge-run-from-an-older-forge"         # no lock file, untouched for hours
+    old.mkdir()
+    os.utime(old, (time.time() - 2 * runner.UNLOCKED_STALE_S,) * 2)
     with open(held / runner.IN_USE, "wb") as lock:
         fcntl.flock(lock, fcntl.LOCK_EX)
         runner._remove_left_behind.__wrapped__()
-    assert not left.exists() and held.exists() and making.exists()
+    assert not left.exists() and held.exists() and making.exists() and not old.exists()
 
 
 @pytest.mark.parametrize("version", ["v2", "v1"])

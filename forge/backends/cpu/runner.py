@@ -14,6 +14,7 @@ import shutil
 import signal
 import subprocess
 import tempfile
+import time
 from pathlib import Path
 
 import numpy as np
@@ -34,6 +35,7 @@ def _signal_name(num: int) -> str:
 
 RUN_DIR_PREFIX = "forge-run-"
 IN_USE = ".in-use"               # held locked (flock) by the process using the run folder
+UNLOCKED_STALE_S = 3600.0        # a run folder without IN_USE this long unchanged is no one's
 
 
 @functools.cache
@@ -41,12 +43,20 @@ def _remove_left_behind() -> None:
     """Once per process: the run folders (inputs the size of the problem) of forge processes that
     were killed before they could remove them. A folder is in use while its process holds the lock
     on its IN_USE file, which the kernel lets go when the process dies, wherever it ran (a /tmp
-    shared between containers shows no process ids of the others)."""
+    shared between containers shows no process ids of the others). A folder without the file was
+    being made a moment ago, or its process died in that moment: left alone, unless untouched for
+    UNLOCKED_STALE_S."""
     for d in Path(tempfile.gettempdir()).glob(f"{RUN_DIR_PREFIX}*"):
         try:
             with open(d / IN_USE, "rb") as f:
                 fcntl.flock(f, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:          # in use, being made, or not a folder of ours
+        except FileNotFoundError:
+            try:
+                if not d.is_dir() or time.time() - d.stat().st_mtime < UNLOCKED_STALE_S:
+                    continue
+            except OSError:
+                continue
+        except OSError:          # in use, or not a folder of ours
             continue
         shutil.rmtree(d, ignore_errors=True)
 
