@@ -232,7 +232,7 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
             ctx.console.print("[dim]re-timing baselines…[/dim]" if again else "[dim]measuring baselines…[/dim]")
         s = ctx.settings
         try:
-            bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4)
+            bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4, warmup=s.warmup)
         except Exception as exc:  # a baseline failing must not stop the search, unless the machine failed
             fault = machine_fault(str(exc))
             if fault:

@@ -690,6 +690,19 @@ def test_a_full_disk_while_timing_the_baselines_stops_the_run_and_the_resume_tim
     assert {r.config["baseline"] for r in bases} >= {"unfused"} and all(r.status == "ok" for r in bases)
 
 
+def test_the_baselines_are_warmed_up_as_the_run_says(tmp_path):
+    """A config's `warmup` warmed up the variants only: the baselines took 2 whatever it said."""
+    from forge.backends.cpu.backend import CpuBackend
+
+    class Recording(CpuBackend):
+        def baselines(self, problem, cache_dir, **kwargs):  # noqa: ANN001, ANN201
+            (tmp_path / "warmup").write_text(str(kwargs["warmup"]))
+            return super().baselines(problem, cache_dir, **kwargs)
+
+    tune(settings(tmp_path, trials=1, top_k=0, warmup=3), console=QUIET, backend=Recording(get_target("cpu")))
+    assert (tmp_path / "warmup").read_text() == "3"
+
+
 def test_a_store_that_cannot_be_written_mid_run_stops_it_resumably(tmp_path, monkeypatch):
     """A full disk under the run folder: the run stops with the store's reason and how to continue,
     keeps every record written before, and the resume finishes it."""

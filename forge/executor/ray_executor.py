@@ -207,8 +207,9 @@ class RayExecutor(Executor):
     def measure_available(self) -> tuple[bool, str]:
         return self.ray.get(self.slots[0].measure_available.remote())
 
-    def baselines(self, problem, *, seed: int, reps: int, timeout: float) -> list:
-        return self.ray.get(self.slots[0].baselines.remote(problem, {"seed": seed, "reps": reps, "timeout": timeout}))
+    def baselines(self, problem, *, seed: int, reps: int, timeout: float, warmup: int = 2) -> list:
+        return self.ray.get(self.slots[0].baselines.remote(problem, {"seed": seed, "reps": reps, "timeout": timeout,
+                                                                     "warmup": warmup}))
 
     def submit(self, job: Job) -> None:
         early = precheck(self.backend, job)

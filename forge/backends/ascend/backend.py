@@ -172,7 +172,8 @@ class AscendBackend(Backend):
     def model(self, variant: Variant) -> float:
         return self.plan(variant.problem).model(dict(variant.config)).seconds
 
-    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float) -> list[Baseline]:
+    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
+                  warmup: int = 2) -> list[Baseline]:
         ks = unfused(problem, self.hw)
         if not ks:
             return []

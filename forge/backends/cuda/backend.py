@@ -306,7 +306,7 @@ class CudaBackend(Backend):
 
     # -- baselines --------------------------------------------------------------------------------
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
-                  timeout: float) -> list[Baseline]:
+                  timeout: float, warmup: int = 2) -> list[Baseline]:  # torch_ref warms up on its own
         t, steps = unfused_time(self.arch, problem)
         if len(steps) > 1:
             label = f"unfused sequence ({len(steps)} kernels, modeled roofline)"
