@@ -160,9 +160,11 @@ class SlowerAtTheEndCpuBackend(CpuBackend):
     report do in each case without depending on this machine's noise. Measured in the process that
     runs forge (the local executor's device slot), so the state is plain attributes."""
 
-    def __init__(self, target: Target, run_seed: int, factor: float, baselines_too: bool, **options: Any):
+    def __init__(self, target: Target, run_seed: int, factor: float, baselines_too: bool, fault_when_slow: str = "",
+                 **options: Any):
         super().__init__(target, **options)
         self.run_seed, self.factor, self.baselines_too = run_seed, factor, baselines_too
+        self.fault_when_slow = fault_when_slow    # the reason every baseline timed once slow fails with
         self.slow = False
         self.first: dict[str, float] = {}     # variant key or baseline name -> median of its first run
 
@@ -182,6 +184,8 @@ class SlowerAtTheEndCpuBackend(CpuBackend):
         bases = super().baselines(problem, cache_dir, **kwargs)
         for b in bases:
             self._steady(f"baseline:{b.name}", b.measurement, slowed=self.baselines_too)
+            if self.slow and self.fault_when_slow:
+                b.measurement = Measurement("runtime_error", self.fault_when_slow)
         return bases
 
 

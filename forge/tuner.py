@@ -251,9 +251,8 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
                              extra={"label": b.label, **m.extra}))
         for rec in recs:      # all or none: a resume measures the baselines again only when none is recorded
             refuse_machine_fault(rec)
-        for rec in recs:
-            ctx.store.add(rec)
-            done[rec.config["baseline"]] = rec
+        ctx.store.add_all(recs)
+        done.update((rec.config["baseline"], rec) for rec in recs)
     ctx.baselines = {k: r for k, r in done.items() if r.status == "ok"}
 
 
@@ -733,6 +732,7 @@ def _final(ctx: Context, executor) -> None:
     top = sorted(ok, key=lambda r: r.median)[: s.top_k]
     done = {r.variant_key for r in ctx.store.records(phase="final")}
     if done and {r.variant_key for r in top} <= done:
+        _retime_after_shift(ctx, executor)     # a stop during that re-time is taken up here
         return
     if done:
         # A finished run extended with more trials found faster variants: its finalists are timed
@@ -762,11 +762,23 @@ def _final(ctx: Context, executor) -> None:
     for rec in finals:
         refuse_machine_fault(rec)
     ctx.store.add_final(finals)
-    shift = shift_of_records(ctx.store.records())
-    if shift is not None and not retimed:
-        ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "
-                          "the baselines to tell a change of this machine's speed from lucky search times[/dim]")
-        measure_baselines(ctx, executor, again=True)
+    if not retimed:
+        _retime_after_shift(ctx, executor)
+
+
+def _retime_after_shift(ctx: Context, executor) -> None:
+    """When every finalist moved the same way in the re-measure and no baseline was timed since it,
+    time the baselines again: whether they moved too tells a change of this machine's speed from
+    lucky search times."""
+    records = ctx.store.records()
+    shift = shift_of_records(records)
+    last = {phase: max((r.timestamp for r in records if r.phase == phase), default=0.0)
+            for phase in ("baseline", "final")}
+    if shift is None or last["baseline"] > last["final"]:
+        return
+    ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "
+                      "the baselines to tell a change of this machine's speed from lucky search times[/dim]")
+    measure_baselines(ctx, executor, again=True)
 
 
 def pooled(outcomes: list[Outcome]) -> Outcome:

@@ -690,6 +690,50 @@ def test_a_full_disk_while_timing_the_baselines_stops_the_run_and_the_resume_tim
     assert {r.config["baseline"] for r in bases} >= {"unfused"} and all(r.status == "ok" for r in bases)
 
 
+def test_baselines_cut_short_by_the_store_are_timed_again_on_resume(tmp_path, monkeypatch):
+    """A store write failing at the second baseline left the first recorded, and the resume, seeing
+    baselines, never timed the other: the baselines are committed together or not at all."""
+    from forge.results.store import StoreError
+
+    add = Store.add
+
+    def full_at_second_baseline(self, rec):
+        if rec.phase == "baseline" and any(r.phase == "baseline" for r in self.records()):
+            raise StoreError("run", f"cannot write {self.path}: database or disk is full")
+        return add(self, rec)
+
+    monkeypatch.setattr(Store, "add", full_at_second_baseline)
+    with pytest.raises(StoreError, match="database or disk is full"):
+        tune(settings(tmp_path, top_k=0), console=QUIET)
+    assert not Store.for_run(tmp_path / "run").records(phase="baseline")
+    monkeypatch.setattr(Store, "add", add)
+    run = resume(tmp_path / "run", console=QUIET)
+    names = [r.config["baseline"] for r in Store.for_run(run).records(phase="baseline")]
+    assert "unfused" in names and len(names) == len(set(names)) >= 2
+
+
+def test_a_full_disk_in_the_re_time_after_a_shift_is_taken_up_on_resume(tmp_path, monkeypatch):
+    """The re-measure is committed, then the baselines are timed again because every finalist moved;
+    a full disk there stopped the run, and the resume, finding the re-measure done, never re-timed
+    them, so the report could not tell a slowed host from lucky search times."""
+    from forge.errors import MachineFault
+    from forge.testing import SlowerAtTheEndCpuBackend
+
+    monkeypatch.setattr("forge.tuner.BASELINE_RETIME_AFTER_S", 1e9)
+
+    def backend(fault: str) -> SlowerAtTheEndCpuBackend:
+        return SlowerAtTheEndCpuBackend(get_target("cpu"), run_seed=0, factor=10.0, baselines_too=True,
+                                        fault_when_slow=fault)
+
+    s = settings(tmp_path, final_reps=7, seed=0)
+    with pytest.raises(MachineFault, match="No space left on device"):
+        tune(s, console=QUIET, backend=backend("write: No space left on device"))
+    before = len(Store.for_run(tmp_path / "run").records(phase="baseline"))
+    run = resume(tmp_path / "run", console=QUIET, backend=backend(""))
+    assert len(Store.for_run(run).records(phase="baseline")) > before
+    assert build_leaderboard(run).remeasure.baselines is not None
+
+
 def test_the_baselines_are_warmed_up_as_the_run_says(tmp_path):
     """A config's `warmup` warmed up the variants only: the baselines took 2 whatever it said."""
     from forge.backends.cpu.backend import CpuBackend

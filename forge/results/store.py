@@ -148,11 +148,15 @@ class Store:
 
     def add_final(self, recs: list[Record]) -> None:
         """One final re-measure, committed whole; it supersedes any earlier one."""
+        self.add_all(recs, final=True)
+
+    def add_all(self, recs: list[Record], final: bool = False) -> None:
+        """`recs` committed together or not at all (a run's baselines, a final re-measure)."""
         with self._sql("write"):
             self.conn.execute("BEGIN IMMEDIATE")
         try:
             ids = [self.add(r) for r in recs]
-            if ids:
+            if ids and final:
                 self.set_meta(FINAL_FROM, min(ids))
             with self._sql("write"):
                 self.conn.execute("COMMIT")
