@@ -119,7 +119,7 @@ def test_attention_kv_tails_match_the_reference(shape, attrs, s2, tmp_path):
     assert m.status == "ok" and m.extra["emulation"] == "ok", (v.config, m.reason)
 
 
-@pytest.mark.parametrize("sq,skv", [(1000, 1000), (1000, 1024), (2048, 4096), (100, 128), (1000, 256), (300, 100)])
+@pytest.mark.parametrize("sq,skv", [(1000, 1000), (1024, 1024), (1000, 1024), (2048, 4096), (100, 128), (1000, 256), (300, 100)])
 def test_attention_is_checked_with_the_causal_masks_geometry(sq, skv):
     """As many query rows as keys (the causal mask on the diagonal), fewer (the diagonal shifted
     right) or more (rows with no key): the emulated problem of every config keeps which, else the
@@ -132,6 +132,7 @@ def test_attention_is_checked_with_the_causal_masks_geometry(sq, skv):
         small = plan.emulation_problem(c).shape
         assert (small["Sq"] > small["Skv"]) - (small["Sq"] < small["Skv"]) == (sq > skv) - (sq < skv), (c, small)
         assert small["Sq"] <= sq and small["Skv"] <= skv
+        assert (small["Skv"] % c["s2"] == 0) == (skv % c["s2"] == 0), (c, small)    # the same TAIL kernel
 
 
 ROW_CASES = [("rmsnorm", {"M": 4096, "N": 1024}, "float16", {"residual": True}),

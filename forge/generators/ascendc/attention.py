@@ -354,8 +354,9 @@ class AttentionPlan(Plan):
         s1, s2 = cfg["s1"], cfg["s2"]
         sq = min(self.Sq, s1 + s1 // 2 + 8)
         skv = min(self.Skv, 2 * s2 + self.Skv % s2) if self.Skv % s2 else min(self.Skv, 3 * s2)
-        if self.Sq == self.Skv:
-            sq = skv = max(sq, skv)
+        if self.Sq == self.Skv:      # keys grown by whole tiles, so Skv keeps its tail (TAIL) or has none
+            skv = min(self.Skv, skv + -(-max(0, sq - skv) // s2) * s2)
+            sq = skv
         while self.Sq < self.Skv and sq >= skv:
             skv = min(self.Skv, skv + s2)
         while self.Sq > self.Skv and sq <= skv:
