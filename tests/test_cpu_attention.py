@@ -98,7 +98,9 @@ def test_unfused_attention_baseline_correct(backend, cache_dir, shape, attrs, mo
 
 
 def test_cache_probe_order(monkeypatch, tmp_path):
-    target = get_target("cpu")
+    shipped = get_target("cpu")               # the tests pin llc_bytes (conftest); probed here unpinned
+    target = shipped.model_copy(update={"details": {k: v for k, v in shipped.details.items()
+                                                    if k not in ("l2_bytes", "llc_bytes")}})
     pinned = target.model_copy(update={"details": {**target.details, "l2_bytes": 12345}})
     assert hwinfo.probe_cache(pinned, 2) == (12345, "target cpu details.l2_bytes")
     idx = tmp_path / "index2"

@@ -193,3 +193,19 @@ def test_a_softmax_whose_normaliser_is_short_fails_the_check(op, shape):
         q = o.problem(shape, dtype)
         ins = o.make_inputs(q, 0)
         assert o.check(q, ins, round_to_dtype(o.reference(q, ins), dtype)).ok
+
+
+def test_a_softmax_sum_off_along_a_middle_axis_fails_when_the_rows_are_sampled():
+    """softmax_axis sums along K, across the flat rows the check samples above 4096 rows (B·K):
+    the sums are taken over the whole output, so one (b, i) whose normaliser is 0.04 % short
+    fails though every value is within its float32 bound."""
+    o = get_op("softmax_axis")
+    p = o.problem({"B": 3, "K": 2000, "I": 3}, "float32")
+    assert o.rows(p)[0] > o.full_check_rows
+    inputs = o.make_inputs(p, 0)
+    ref = o.reference(p, inputs)
+    assert o.check(p, inputs, ref.astype(np.float32)).ok
+    wrong = ref.copy()
+    wrong[1, :, 2] *= 1.0004
+    m = o.check(p, inputs, wrong.astype(np.float32))
+    assert not m.ok and m.reason.startswith("the sum along axis 1 at (1, 2) sums to 1.0004"), m.reason
