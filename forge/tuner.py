@@ -44,6 +44,9 @@ from forge.variant import Variant, config_text
 # Baselines older than this when the final re-measure starts are timed again beside it, so a
 # speedup never divides times taken under different machine load.
 BASELINE_RETIME_AFTER_S = 60.0
+# A final record's extra key: the baselines were timed right before its re-measure, so they were
+# timed with it and a shift in it needs no re-time after (forge/results/remeasure.py).
+BASELINES_TIMED_BEFORE = "baselines_timed_before"
 # The final re-measure splits its repetitions over this many runs of each candidate, the candidates
 # taking turns: a time varies from run to run (process start, placement, page layout) by more than
 # the spread within one run, so one disturbed run must not set a finalist's time, and drift during
@@ -761,9 +764,10 @@ def _final(ctx: Context, executor) -> None:
     finals = [outcome_record(ctx, pooled(outcomes)) for outcomes in runs.values() if outcomes]
     for rec in finals:
         refuse_machine_fault(rec)
+        if retimed:
+            rec.extra[BASELINES_TIMED_BEFORE] = True
     ctx.store.add_final(finals)
-    if not retimed:
-        _retime_after_shift(ctx, executor)
+    _retime_after_shift(ctx, executor)
 
 
 def _retime_after_shift(ctx: Context, executor) -> None:
@@ -774,7 +778,9 @@ def _retime_after_shift(ctx: Context, executor) -> None:
     shift = shift_of_records(records)
     last = {phase: max((r.timestamp for r in records if r.phase == phase), default=0.0)
             for phase in ("baseline", "final")}
-    if shift is None or last["baseline"] > last["final"]:
+    latest_final = max((r for r in records if r.phase == "final"), key=lambda r: r.timestamp, default=None)
+    if (shift is None or last["baseline"] > last["final"]
+            or (latest_final is not None and latest_final.extra.get(BASELINES_TIMED_BEFORE))):
         return
     ctx.console.print(f"[dim]the re-measured variants ran {shift.factor:.2f}x their search times; re-timing "
                       "the baselines to tell a change of this machine's speed from lucky search times[/dim]")

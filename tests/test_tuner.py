@@ -842,3 +842,23 @@ def test_a_full_disk_under_the_build_cache_stops_the_run_resumably(tmp_path):
     assert records and all(r.status != "compile_error" for r in records)
     run = resume(tmp_path / "run", console=QUIET)
     assert len(Store.for_run(run).records(phase="search")) == 8
+
+
+def test_a_resumed_run_whose_baselines_were_timed_with_the_re_measure_does_not_time_them_again(tmp_path,
+                                                                                               monkeypatch):
+    """Baselines timed right before the re-measure (a run over BASELINE_RETIME_AFTER_S long) are
+    timed with it, shift or not: the run times them no more, and neither does a resume of the
+    finished run. It did: the resume found the re-measure shifted and the baselines older than it,
+    and timed them again, then, not with the re-measure, and the speedups took those times."""
+    from forge.testing import SlowerAtTheEndCpuBackend
+
+    monkeypatch.setattr("forge.tuner.BASELINE_RETIME_AFTER_S", 0.0)
+
+    def backend() -> SlowerAtTheEndCpuBackend:
+        return SlowerAtTheEndCpuBackend(get_target("cpu"), run_seed=0, factor=10.0, baselines_too=True)
+
+    run = tune(settings(tmp_path, final_reps=7, seed=0), console=QUIET, backend=backend())
+    timed = [r.timestamp for r in Store.for_run(run).records(phase="baseline")]
+    assert build_leaderboard(run).remeasure.factor == pytest.approx(10.0)
+    resume(run, console=QUIET, backend=backend())
+    assert [r.timestamp for r in Store.for_run(run).records(phase="baseline")] == timed
