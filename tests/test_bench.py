@@ -137,6 +137,9 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     assert r8["baseline_kind"] == "vendor" and r8["t_b"] == pytest.approx(50 * US)
     assert r8["speedup"] == pytest.approx(2.5)
     assert r8["t_sol"] == pytest.approx(t_sol)
+    # the bound the check applied is forge's, and the board says the benchmark's is not applied
+    assert r8["tolerance_applied"] == op.tolerance_text(p)
+    assert "The benchmarks' own criteria are not applied" in to_markdown(board)
     assert r8["sol_score"] == pytest.approx(1 / (1 + (20 * US - t_sol) / (50 * US - t_sol)))
     assert r8["hap"] == pytest.approx(r8["sol_score"])                   # same anchors, same form
     assert r8["convergence"] == [(1, pytest.approx(30 * US)), (2, pytest.approx(20 * US)),
@@ -628,9 +631,11 @@ def test_cases_that_never_ran_are_counted_in_every_output(tmp_path, fake_tuner):
                 64: ([7], 9, None, "measured")})
     run_bench(make_suite(), "cpu", tmp_path / "b")
     board = build_board(tmp_path / "b")
-    assert board["total"]["unchecked"] == 2
-    assert "2 of the passed cases never ran" in total_line(board)
-    assert '<p class="note" id="unchecked">2 of the passed cases never ran' in render_html(board)
+    assert board["total"]["unchecked"] == 2 and board["total"]["passed"] == 2    # unchecked is not passed
+    assert {r["case_id"]: r["status"] for r in board["cases"] if r["source"] == "cannbench"} == {
+        "8": "NOT_CHECKED", "16": "PASSED", "32": "NOT_CHECKED", "64": "PASSED", "99": "UNSUPPORTED"}
+    assert "2 cases not passed: no variant ran where its output could be checked" in total_line(board)
+    assert '<p class="note" id="unchecked">2 cases not passed: no variant ran' in render_html(board)
     (row,) = collect(tmp_path)
     assert "2 never ran (correctness not checked)" in row["progress"]
 
@@ -687,3 +692,37 @@ def test_a_report_names_the_hosts_that_measured_the_times(tmp_path):
                   status="ok").host
     lines = headline(build_leaderboard(run))
     assert f"times are MEASURED on 2 hosts ({', '.join(sorted([here, 'gpu-node-7']))})" in "\n".join(lines)
+
+
+def test_a_case_sets_measured_against_measured_only(tmp_path, fake_tuner):
+    """A case's store can hold modeled times beside measured ones (the CUDA backend's modeled
+    unfused roofline beside torch's measured one; a case started without its device and resumed on
+    it): the best is the fastest measured variant and T_b a measured baseline, though a modeled
+    variant and a modeled baseline are faster."""
+    fake_tuner({m: ([20], 90, None, "measured") for m in (8, 16, 32, 64)})
+    run_bench(make_suite(), "cpu", tmp_path)
+    store = Store.for_run(tmp_path / "cases" / "cannbench-softmax_h64-8")
+    base = dict(run_id="r", op="softmax", shape={"M": 8, "N": 64}, dtype="float32", target="cpu", attrs={})
+    store.add(Record(**base, variant_key="m", config={"tile": 9}, status="ok", timings=[5 * US], trial=9,
+                     time_kind="modeled"))
+    store.add(Record(**base, variant_key="b", config={}, status="ok", phase="baseline", timings=[40 * US],
+                     time_kind="modeled", extra={"baseline": "unfused", "label": "modeled roofline"}))
+    store.close()
+    r8 = next(r for r in build_board(tmp_path)["cases"] if r["case_id"] == "8")
+    assert (r8["time"], r8["time_kind"]) == (pytest.approx(20 * US), "measured")
+    assert (r8["t_b"], r8["baseline_time_kind"]) == (pytest.approx(90 * US), "measured")
+    assert r8["speedup"] == pytest.approx(4.5) and not r8["kinds_differ"]
+
+
+def test_the_suite_means_the_problems_sol_scores_and_sums_cann_bench_operators_only(tmp_path, fake_tuner):
+    """benchmark-formats §5: the benchmark-level SOL score is the mean of the per-problem scores
+    (a problem of three failed workloads weighs as much as one of one passed), and the cann-bench
+    total sums cann-bench operators, not SOL-ExecBench problems."""
+    fake_tuner({8: ([20], 90, None, "measured"), 16: "crash", 32: "crash", 64: "crash"})
+    cases = [softmax_case(8, "one", "sol_execbench")] + [softmax_case(m, "three", "sol_execbench") for m in (16, 32, 64)]
+    run_bench(Suite("t", "two problems", cases, []), "cpu", tmp_path)
+    board = build_board(tmp_path)
+    one = next(o for o in board["operators"] if o["name"] == "one")
+    assert one["mean_sol_score"] > 0
+    assert board["total"]["mean_sol_score"] == pytest.approx(one["mean_sol_score"] / 2)
+    assert board["total"]["cann_total_score"] == 0

@@ -122,20 +122,21 @@ def test_solution_names_are_file_names(tmp_path):
     assert (tmp_path / "solutions" / f"{name}.json").is_file()
 
 
-def test_passed_cases_that_never_ran_are_said_to_be_unchecked():
+def test_cases_whose_variants_never_ran_are_not_passed_and_not_traced(tmp_path):
     """A CUDA variant ranked by the model without a GPU compiled and met every limit but never ran:
-    the suite line counts it apart and its SOL trace says its correctness was not checked."""
+    its case is NOT_CHECKED, not PASSED (no pass rate, score or trace claims it correct), the suite
+    line counts it apart, and the SOL export leaves it out, saying why."""
     from forge.bench.board import summarize
     from forge.bench.render import total_line
 
-    ran, unrun = passed_case(), {**passed_case(), "unchecked": True}
+    ran, unrun = passed_case(), {**passed_case(), "status": "NOT_CHECKED", "key": "unrun"}
     total = summarize([ran, unrun])
-    assert total["passed"] == 2 and total["unchecked"] == 1
+    assert total["passed"] == 1 and total["unchecked"] == 1
     line = total_line({"total": {**total, "cann_total_score": None}})
-    assert "1 of the passed cases never ran" in line and "correctness not checked" in line
-    assert "never ran" not in total_line({"total": {**summarize([ran]), "cann_total_score": None}})
-    assert "not checked" in trace_line(unrun, "s", "h100")["evaluation"]["log"]
-    assert "not checked" not in trace_line(ran, "s", "h100")["evaluation"]["log"]
+    assert "1 case not passed: no variant ran where its output could be checked" in line
+    assert "not passed" not in total_line({"total": {**summarize([ran]), "cann_total_score": None}})
+    out = export_sol({"target": "h100", "target_kind": "cuda", "cases": [unrun]}, tmp_path)
+    assert out["traces"] == 0 and "no variant's output was checked" in out["skipped"]["unrun"]
 
 
 def test_trace_lines_speak_sol_statuses_only(tmp_path):

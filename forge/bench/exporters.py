@@ -14,6 +14,7 @@ import time
 from pathlib import Path
 from typing import Any
 
+from forge.bench.board import NOT_CHECKED_STATUS
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.variant import Variant
@@ -129,15 +130,16 @@ def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dic
     if status in ("PASSED", "INCORRECT_NUMERICAL"):
         err = case.get("errors") or {}
         ev["correctness"] = {"max_relative_error": err.get("max_rel"), "max_absolute_error": err.get("max_abs"),
-                             "has_nan": bool(err.get("nan_count")), "has_inf": False}
+                             "has_nan": bool(err.get("nan_count")), "has_inf": False,
+                             # the bound forge checked with, not the workload's own tolerance spec
+                             "extra": {"forge_bound": case.get("tolerance_applied"),
+                                       "workload_tolerance_applied": False}}
     if status == "PASSED":
         ev["performance"] = {"latency_ms": case["time"] * 1e3,
                              "reference_latency_ms": case["t_b"] * 1e3 if case.get("t_b") else None,
                              "speedup_factor": case.get("speedup")}
         if case.get("time_kind") == "modeled":
             ev["log"] = "forge: latency_ms is MODELED (forge's performance model), not measured"
-        if case.get("unchecked"):
-            ev["log"] += "; the kernel was not run, so its correctness was not checked"
     ev["forge"] = {"time_kind": case.get("time_kind"), "t_sol_ms": (case.get("t_sol") or 0) * 1e3,
                    "sol_score": case.get("sol_score"), "baseline": case.get("baseline_kind")}
     return {"definition": case["source_name"], "solution": solution,
@@ -151,8 +153,10 @@ def export_sol(board: dict[str, Any], out: str | Path) -> dict[str, Any]:
     (out / "solutions").mkdir(parents=True, exist_ok=True)
     written, skipped, lines = [], {}, []
     for case in board["cases"]:
-        if case["source"] != "sol_execbench" or case["status"] == "NOT_RUN":   # not run: nothing to trace
-            continue
+        if case["source"] != "sol_execbench" or case["status"] in ("NOT_RUN", NOT_CHECKED_STATUS):
+            if case["source"] == "sol_execbench" and case["status"] == NOT_CHECKED_STATUS:
+                skipped[case["key"]] = "no variant's output was checked: nothing to trace or submit"
+            continue                                         # not run (or not checked): nothing to trace
         name = None
         if case["status"] == "PASSED" and board["target_kind"] == "cuda":
             try:

@@ -55,8 +55,9 @@ def total_line(board: dict[str, Any]) -> str:
             + (f" ({plural(t['sol_unscored'], 'passed case')} without a baseline left out of it and of fast_p: both "
                "need T_b; cann-bench stands in max(10 T_HW, 10 µs) for it)" if t.get("sol_unscored") else "")
             + f", cann-bench total {_num(t['cann_total_score'], 1)}; best times: {t['measured']} measured, "
-            f"{t['modeled']} modeled" + (f"; {t['unchecked']} of the passed cases never ran (compiled and "
-                                         f"within the limits, correctness not checked)" if t.get("unchecked") else ""))
+            f"{t['modeled']} modeled" + (f"; {plural(t['unchecked'], 'case')} not passed: no variant ran where "
+                                         f"its output could be checked (compiled and within the limits, "
+                                         f"correctness not checked)" if t.get("unchecked") else ""))
 
 
 def to_markdown(board: dict[str, Any]) -> str:
@@ -68,7 +69,8 @@ def to_markdown(board: dict[str, Any]) -> str:
         f"# forge bench — {board['suite']} on {board['target']} ({board['target_kind']})",
         *([f"**{board['state']['line']}**"] if board["state"]["line"] else []),
         " ".join([*([f"{board['description'].rstrip('.')}."] if board["description"].strip() else []),
-                  f"{board['anchors']}. Times in µs, each marked measured or modeled."]),
+                  f"{board['anchors']}. Times in µs, each marked measured or modeled.",
+                  f"{board['correctness']}."]),
         "## Suite totals", total_line(board),
         "## Per problem / operator", table(op_head(board), [op_cells(o) for o in board["operators"]]),
         "## Per case", table(CASE_HEAD, [case_cells(r) for r in board["cases"]]), ""])
@@ -87,6 +89,7 @@ def to_terminal(board: dict[str, Any], console: Console | None = None, max_cases
                  wrap=("forge problem", "best config / reason"), styles=styles,
                  title=f"per case (first {max_cases})" if len(board["cases"]) > max_cases else "per case")
     console.print(total_line(board), markup=False)
+    console.print(f"{board['correctness']}.", markup=False, style="dim")
 
 
 def _json_default(o: Any) -> Any:

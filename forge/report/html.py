@@ -28,7 +28,7 @@ TEMPLATE = r"""<!doctype html>
 <body>
 <h1>forge bench — {{ b.suite }} on {{ b.target }} ({{ b.target_kind }})</h1>
 {% if b.state.line %}<p class="fail" id="state">{{ b.state.line }}</p>{% endif %}
-<p class="note">{% if b.description.strip() %}{{ b.description.rstrip(".") }}. {% endif %}{{ b.anchors }}.{% if b.target_partial %} The target description is partial
+<p class="note">{% if b.description.strip() %}{{ b.description.rstrip(".") }}. {% endif %}{{ b.anchors }}. {{ b.correctness }}.{% if b.target_partial %} The target description is partial
 (some hardware numbers are estimates).{% endif %} Times in µs; <span class="modeled">italic = modeled</span>, never measured.</p>
 
 <h2>Suite totals</h2>
@@ -39,8 +39,8 @@ TEMPLATE = r"""<!doctype html>
 <td>{{ t.measured }} / {{ t.modeled }}</td></tr></table>
 {% if t.sol_unscored %}<p class="note" id="unscored">{{ plural(t.sol_unscored, "passed case") }} without a baseline left out of the
 mean SOL score and fast_p: both need T_b; cann-bench stands in max(10 T_HW, 10 µs) for it.</p>{% endif %}
-{% if t.unchecked %}<p class="note" id="unchecked">{{ t.unchecked }} of the passed cases never ran (compiled and within
-the limits, correctness not checked).</p>{% endif %}
+{% if t.unchecked %}<p class="note" id="unchecked">{{ plural(t.unchecked, "case") }} not passed: no variant ran where its
+output could be checked (compiled and within the limits, correctness not checked).</p>{% endif %}
 
 <h2>Per problem / operator</h2>
 <table id="operators"><tr><th class="l">source</th><th class="l">name</th><th class="l">forge op</th><th>cases</th><th>passed</th>
