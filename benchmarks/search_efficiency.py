@@ -13,10 +13,16 @@ absent from the cache are infeasible and cost nothing. "Best" is the best succes
 within the first B unique evaluations (the worst successful time if none succeeded).
 Kernel Tuner runs in simulation mode on a temporary uncompressed copy of the same file with a
 restriction "present in the cache" that keeps the failed points (Kernel Tuner's own `tune_cache`
-drops them, which would give it a smaller space than everyone else); its `max_fevals` counts
-unique in-cache evaluations, failures included (kernel_tuner/runners/simulation.py), i.e. the same
-budget. Seeds: forge and Optuna take the seed; Kernel Tuner strategies draw from Python's and
-numpy's global generators, which are seeded before each run.
+drops them, which would give it a smaller space than everyone else) and leaves out InvalidConfig
+records (absent for everyone); its `max_fevals` counts unique in-cache evaluations, failures
+included (kernel_tuner/runners/simulation.py), i.e. the same budget. Kernel Tuner hands a strategy
+a failure's cost as sys.float_info.max (kernel_tuner/util.py); its bayes_opt filters only its own
+marker, 1e20, and fits its Gaussian process to those values, so on a space with failures its row
+reads that handling as much as its search. Seeds: forge and Optuna take the seed; Kernel Tuner
+strategies draw from Python's and numpy's global generators, which are seeded before each run,
+except the Latin-hypercube start of diff_evo and bayes_opt (scipy.stats.qmc.LatinHypercube made
+without a seed, kernel_tuner/searchspace.py and strategies/bayes_opt.py), which draws from the
+operating system: those two rows do not repeat for a seed.
 
 Columns: mean over seeds of best/optimum, and the methodology score
 (random − strategy)/(random − optimum) of that mean (random = exact expectation, 0 = random,
@@ -38,6 +44,7 @@ import tempfile
 import time
 import warnings
 from pathlib import Path
+from typing import Callable
 
 import numpy as np
 import yaml
@@ -107,6 +114,15 @@ def _pad(trace: np.ndarray, budget: int, data: ReplayData) -> np.ndarray:
     return np.concatenate([trace[:budget], np.full(max(0, budget - len(trace)), trace[-1])])
 
 
+def in_space_rule(cache: dict, keys: list[str]) -> Callable[..., bool]:
+    """Kernel Tuner's restriction: a point is in the space when the cache holds it as a time or a
+    compile/runtime failure, the points every other strategy may spend evaluations on. An
+    InvalidConfig record is outside it, as forge's loader reads it (the same as absent): left in,
+    Kernel Tuner's simulation charged an evaluation for each one it drew."""
+    in_space = {tuple(r[k] for k in keys) for r in cache["cache"].values() if r.get("time") != "InvalidConfig"}
+    return lambda *v: v in in_space
+
+
 class KernelTunerRunner:
     """Kernel Tuner strategies in simulation mode over the same file, space and budget."""
 
@@ -123,8 +139,7 @@ class KernelTunerRunner:
         cache = ktu.read_cache(str(self.file), open_cache=False)
         self.args = ktu.infer_args_from_cache(cache)
         self.keys = list(cache["tune_params_keys"])
-        in_cache = {tuple(r[k] for k in self.keys) for r in cache["cache"].values()}
-        self.restrictions = [FunctionConstraint(lambda *v: v in in_cache)]
+        self.restrictions = [FunctionConstraint(in_space_rule(cache, self.keys))]
 
     def run(self, strategy: str, budget: int, seed: int) -> np.ndarray:
         from kernel_tuner import tune_kernel
@@ -182,7 +197,9 @@ def compare(ref: np.ndarray, other: np.ndarray) -> str:
     """"ahead", "behind" or "level": the reference's mean best/optimum against another's, where a
     difference within twice its standard error (the two seed sets taken as independent) is level.
     Two standard errors because the issue's targets are read at differences of that order: a
-    smaller margin would call 25-seed noise a win."""
+    smaller margin would call 25-seed noise a win. With one seed every difference is level."""
+    if len(ref) < 2 or len(other) < 2:
+        return "level"            # one seed has no standard error: no difference can be told
     (m1, s1), (m2, s2) = _mean_se(ref), _mean_se(other)
     margin = 2.0 * float(np.hypot(s1, s2))
     if m1 < m2 - margin:
@@ -193,11 +210,12 @@ def compare(ref: np.ndarray, other: np.ndarray) -> str:
 
 
 def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budgets: list[int],
-                 targets: SearchTargets) -> list[str]:
+                 targets: SearchTargets, not_run: dict[str, str] | None = None) -> list[str]:
     """The table read against the targets, for the reference strategy: each best/optimum target
     met or not, and at each `better_than_all_at` budget which strategies it is behind or level
     with, each marked `*` where `designed_on` lists the space among those it was selected on.
-    ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns)."""
+    ratios: space -> strategy -> best/optimum per seed (rows) and evaluation (columns); not_run:
+    strategy -> why it did not run, named beside every verdict it is missing from."""
     out: list[str] = []
     at = [b for b in targets.better_than_all_at if b in budgets]
     everywhere = {b: True for b in at}
@@ -228,7 +246,9 @@ def read_against(ratios: dict[str, dict[str, np.ndarray]], reference: str, budge
     if out:
         out.insert(0, f"Read against the targets ({reference}; ahead/behind = the means differ by more "
                       "than twice the standard error of their difference, else level):")
+        missing = "; ".join(f"{st} ({why})" for st, why in sorted((not_run or {}).items()))
         out += [f"better than every other strategy at B={b} on every space: " + ("yes" if ok else "no")
+                + (f" (of those that ran; not run, so not compared: {missing})" if missing else "")
                 for b, ok in everywhere.items()]
         if marked:
             out.append("* this space is among the problems the strategy was designed on "
@@ -353,6 +373,7 @@ def main(argv: list[str] | None = None) -> int:
     if pool is not None:
         pool.close()
     notes: list[str] = []
+    not_run: dict[str, str] = {}      # strategy -> why it did not run (on some space)
     for f in files:
         data = _data(str(f))
         opt = data.optimum_s
@@ -377,6 +398,7 @@ def main(argv: list[str] | None = None) -> int:
             errs = [t for t in trs if isinstance(t, str)]
             if errs:
                 print(f"   {st:28s} skipped: {errs[0]}", flush=True)
+                not_run[st] = errs[0].splitlines()[0][:120]
                 continue
             print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per run", flush=True)
             ratio = ratios.setdefault(data.name, {})[st] = np.stack(trs) / opt
@@ -393,7 +415,7 @@ def main(argv: list[str] | None = None) -> int:
     print(table)
     if notes:
         print("\n" + "\n".join(notes))
-    reading = read_against(ratios, reference, budgets, targets)
+    reading = read_against(ratios, reference, budgets, targets, not_run)
     if reading:
         print("\n" + "\n".join(reading))
     print(f"\ntotal {time.time()-t_all:.0f} s")

@@ -460,7 +460,7 @@ def test_search_efficiency_compare_calls_differences_within_two_standard_errors_
     assert efficiency.compare(ref, ref + 0.10) == "ahead"
     assert efficiency.compare(ref, ref - 0.10) == "behind"
     assert efficiency.compare(ref, ref + 0.02) == "level"  # 0.02 < 2 * hypot(se, se) = 0.0365
-    assert efficiency.compare(np.array([1.0]), np.array([1.01])) == "ahead"   # one seed: no error bar
+    assert efficiency.compare(np.array([1.0]), np.array([1.5])) == "level"    # one seed: no error bar, no verdict
 
 
 def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
@@ -481,6 +481,21 @@ def test_search_efficiency_reads_the_table_against_the_targets(tmp_path):
     assert alone[-2:] == [f"better than every other strategy at B={b} on every space: yes" for b in (2, 3)]
     nobody = efficiency.read_against({"toy/X": {"forge": seeds}}, "forge", [2, 3], targets)
     assert nobody[-1] == "better than every other strategy at B=3 on every space: no"   # nothing to be better than
+    # a strategy that did not run is named beside the verdict it is missing from
+    partly = efficiency.read_against({"toy/X": {"forge": seeds, "slow": seeds + 0.5}}, "forge", [2, 3], targets,
+                                     {"KT skopt": "ModuleNotFoundError: No module named 'skopt'"})
+    assert partly[-1] == ("better than every other strategy at B=3 on every space: yes (of those that ran; not run, "
+                          "so not compared: KT skopt (ModuleNotFoundError: No module named 'skopt'))")
+
+
+def test_kernel_tuner_space_leaves_out_invalid_config_records():
+    """An InvalidConfig record is outside the space for forge (the same as absent) and for Kernel
+    Tuner's restriction alike; a failure that cost a compile is inside both."""
+    efficiency = _benchmark_module("search_efficiency")
+    cache = {"cache": {"1": {"a": 1, "time": 2.0}, "2": {"a": 2, "time": "RuntimeFailedConfig"},
+                       "3": {"a": 3, "time": "InvalidConfig"}}}
+    rule = efficiency.in_space_rule(cache, ["a"])
+    assert [rule(v) for v in (1, 2, 3, 4)] == [True, True, False, False]
 
 
 def test_search_efficiency_marks_strategies_designed_on_the_space(tmp_path):
@@ -573,3 +588,32 @@ def test_an_input_error_survives_pickling():
 
     err = pickle.loads(pickle.dumps(ForgeInputError("cachefile", "x.json: no such file")))
     assert (err.field, str(err)) == ("cachefile", "cachefile: x.json: no such file")
+
+
+def test_a_time_budget_needs_the_recorded_costs(tmp_path):
+    """A file whose records lack compile_time, verification_time and benchmark_time has no cost to
+    spend a time budget on: refused by name (as Kernel Tuner refuses it), not run for free."""
+    from forge.search.replay_run import run_replay
+
+    doc = {"tune_params_keys": ["a"], "tune_params": {"a": [1, 2, 3]},
+           "cache": {str(a): {"a": a, "time": float(a)} for a in (1, 2, 3)}}
+    path = tmp_path / "costless.json"
+    path.write_text(json.dumps(doc))
+    data = load_cache(path)
+    assert data.costless == 3
+    with pytest.raises(ForgeInputError, match="3 of its records have none of compile_time"):
+        run_replay(data, "random", budget=3, time_budget_s=1.0)
+    assert run_replay(data, "random", budget=3).evaluations == 3       # a budget of evaluations runs
+
+
+def test_a_parameter_of_mixed_value_kinds_is_named():
+    """Numbers and strings in one parameter's values cannot be ordered: refused naming it (it was
+    a TypeError from numpy)."""
+    import tempfile
+    doc = {"tune_params_keys": ["a"], "tune_params": {"a": [1, "x"]},
+           "cache": {"1": {"a": 1, "time": 1.0}, "x": {"a": "x", "time": 2.0}}}
+    with tempfile.TemporaryDirectory() as d:
+        path = Path(d) / "mixed.json"
+        path.write_text(json.dumps(doc))
+        with pytest.raises(ForgeInputError, match=r"tune_params\['a'\] mixes number and str values"):
+            load_cache(path)

@@ -13,6 +13,8 @@ from typing import Any
 import numpy as np
 
 from forge.backends.replay import ReplayBackend, ReplayData
+from forge.backends.replay.cache import COST_FIELDS
+from forge.errors import ForgeInputError
 from forge.search.strategies import get_strategy
 from forge.search.strategy import Strategy
 
@@ -36,6 +38,11 @@ def run_replay(data: ReplayData, strategy: str | Strategy, budget: int, seed: in
     """Ask/tell `strategy` on `data` until `budget` unique valid evaluations (or the time budget,
     or the space) are spent. `batch` configs are asked at once, as an executor would run them.
     `strategy` is a registry name or an already built Strategy over `data.enumeration`."""
+    if time_budget_s is not None and data.costless:
+        # Kernel Tuner refuses a time limit on such a file too: its evaluations would cost nothing
+        raise ForgeInputError("time_budget_s", f"{data.path}: {data.costless} of its records have none of "
+                                               f"{', '.join(COST_FIELDS)}, so a time budget cannot be spent "
+                                               "as on hardware; give a budget of evaluations only")
     backend = ReplayBackend(data)
     strat = strategy if isinstance(strategy, Strategy) else get_strategy(strategy, data.enumeration, seed, **options)
     seen: dict[int, float | None] = {}

@@ -47,6 +47,7 @@ class ReplayData:
     flat: np.ndarray          # [n_valid] flat Cartesian index of each valid row (sorted)
     run_valid: int | None = None   # a forge run's source: the valid points of its space (it may hold fewer)
     time_kind: str = "measured"    # a forge run's source: "modeled" or "mixed" where its device was missing
+    costless: int = 0              # records with none of COST_FIELDS: their cost_s is 0, not recorded
 
     @property
     def name(self) -> str:
@@ -167,6 +168,12 @@ def _params_of(path: Path, doc: Any) -> list[Param]:
                                            f"({', '.join(tp)}) must name the same parameters")
     if not isinstance(doc["cache"], dict):
         raise ForgeInputError("cachefile", f"{path}: cache must map each point's key to its record")
+    for k in keys:       # a parameter's values are compared with each other: one kind only
+        kinds = {"number" if isinstance(v, (int, float)) and not isinstance(v, bool) else type(v).__name__
+                 for v in tp[k]}
+        if len(kinds) > 1:
+            raise ForgeInputError("cachefile", f"{path}: tune_params[{k!r}] mixes {' and '.join(sorted(kinds))} "
+                                               "values; a parameter's values must all be numbers or all strings")
     return [Param(k, tuple(tp[k]), ordered=_is_numeric(list(tp[k]))) for k in keys]
 
 
@@ -195,6 +202,7 @@ def load_cache(path: str | Path) -> ReplayData:
         raise ForgeInputError("cachefile", f"{path}: tune_params values must be numbers or strings") from None
 
     rows: dict[int, tuple[float, str, float]] = {}
+    costless = 0
     for ckey, rec in doc["cache"].items():
         if not isinstance(rec, dict):
             raise ForgeInputError("cachefile", f"{path}: record {ckey!r} is not an object")
@@ -211,6 +219,7 @@ def load_cache(path: str | Path) -> ReplayData:
             continue
         try:
             cost = sum(float(rec.get(f, 0.0) or 0.0) for f in COST_FIELDS) / 1000.0
+            costless += not any(f in rec for f in COST_FIELDS)
         except (TypeError, ValueError):
             raise ForgeInputError("cachefile", f"{path}: record {ckey!r} has a non-numeric "
                                                f"{' or '.join(COST_FIELDS)}") from None
@@ -237,4 +246,5 @@ def load_cache(path: str | Path) -> ReplayData:
     cost_s = np.array([rows[f][2] for f in flat], dtype=float)
     run = doc.get("forge_run") or {}
     return ReplayData(path, str(doc.get("kernel_name", "")), str(doc.get("device_name", "")),
-                      space, enum, time_s, status, cost_s, flat, run.get("valid"), str(run.get("time_kind", "measured")))
+                      space, enum, time_s, status, cost_s, flat, run.get("valid"), str(run.get("time_kind", "measured")),
+                      costless)
