@@ -617,3 +617,14 @@ def test_a_parameter_of_mixed_value_kinds_is_named():
         path.write_text(json.dumps(doc))
         with pytest.raises(ForgeInputError, match=r"tune_params\['a'\] mixes number and str values"):
             load_cache(path)
+
+
+def test_cli_replay_a_space_the_budget_covers_names_that_as_why_every_seed_made_the_same_run(tmp_path):
+    """A one-point space: every seed measures it, whatever the strategy does with its seed."""
+    doc = {"tune_params_keys": ["a"], "tune_params": {"a": [1]},
+           "cache": {"1": {"a": 1, "time": 1.0, "compile_time": 1, "verification_time": 0, "benchmark_time": 1}}}
+    path = tmp_path / "one.json"
+    path.write_text(json.dumps(doc))
+    res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "random", "--budget", "3", "--seeds", "2"])
+    assert res.exit_code == 0 and "every seed made the same run (the budget covers all 1 valid point)" in res.output, \
+        res.output

@@ -82,8 +82,10 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     typer.echo(f"strategy   {strategy}, budget {budget} unique valid evaluations, {plural(seeds, 'seed')}, batch {batch}"
                + (f", options {', '.join(f'{k}={v}' for k, v in opts.items())}" if opts else ""))
     if seeds > 1 and all(r.proposals == results[0].proposals for r in results[1:]):
-        typer.echo(f"note: every seed made the same run ({strategy} ignores the seed here, as unscrambled qmc does), "
-                   "so the seeds add no information and the ± is no error bar", err=True)
+        why = (f"the budget covers all {plural(len(data.time_s), 'valid point')}" if len(data.time_s) <= budget
+               else f"{strategy} ignores the seed here, as unscrambled qmc does")
+        typer.echo(f"note: every seed made the same run ({why}), so the seeds add no information and the ± is "
+                   "no error bar", err=True)
     typer.echo(f"best/optimum  {mean_best / opt:.4f}{se}   (mean over seeds{' ± its standard error' if se else ''}; "
                f"exact random expectation {rnd / opt:.4f})")
     # random search finds the optimum too (the budget covers the space, or ties): the score is 0/0
