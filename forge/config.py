@@ -52,6 +52,8 @@ class SearchOptions(BaseModel):
                                                   "of each finalist taking turns (forge.tuner.FINAL_ROUNDS)")
     batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices)")
     bank: bool = Field(True, description="look up and update the tuning bank")
+    acceptance: dict[str, Any] | None = Field(None, description="a benchmark's own pass criterion, checked beside "
+                                                                 "forge's bound (a bench case's; forge/ops/acceptance.py)")
     host_check: bool = Field(True, description="CUDA without a GPU: check each variant on the CPU by host "
                                                 "emulation at a reduced shape (a few seconds of a build worker each)")
 
@@ -64,6 +66,17 @@ class SearchOptions(BaseModel):
         why = strategy_unavailable(value)
         if why:
             raise ValueError(why)
+        return value
+
+    @field_validator("acceptance")
+    @classmethod
+    def _known_acceptance(cls, value: dict[str, Any] | None) -> dict[str, Any] | None:
+        from forge.ops.acceptance import check_spec
+
+        try:
+            check_spec(value)
+        except ForgeInputError as exc:
+            raise ValueError(f"{exc.field}: {exc.message}") from None
         return value
 
     @field_validator("sampler_options")

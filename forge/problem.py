@@ -15,6 +15,9 @@ class Problem:
     shape: dict[str, int]
     dtype: str = "float32"
     attrs: dict[str, Any] = field(default_factory=dict)
+    # A benchmark's own pass criterion, checked beside forge's bound (forge/ops/acceptance.py): how
+    # an answer is judged, not what is computed, so it is no part of the key or of equality.
+    acceptance: dict[str, Any] | None = field(default=None, compare=False)
 
     def key(self) -> str:
         """Stable identity of the problem, used in variant keys and the tuning bank."""

@@ -118,7 +118,8 @@ class Context:
 
 
 def problem_of(settings: TuneSettings) -> Problem:
-    return get_op(settings.op).problem(settings.shape, settings.dtype, settings.attrs)
+    problem = get_op(settings.op).problem(settings.shape, settings.dtype, settings.attrs)
+    return replace(problem, acceptance=settings.acceptance) if settings.acceptance else problem
 
 
 def _with_build_time(extra: dict, art) -> dict:

@@ -862,3 +862,13 @@ def test_a_resumed_run_whose_baselines_were_timed_with_the_re_measure_does_not_t
     assert build_leaderboard(run).remeasure.factor == pytest.approx(10.0)
     resume(run, console=QUIET, backend=backend())
     assert [r.timestamp for r in Store.for_run(run).records(phase="baseline")] == timed
+
+
+def test_a_runs_benchmark_criterion_reaches_the_check_of_every_variant(tmp_path):
+    """A bench case's criterion travels with the run's problem to the check in the device slot: a
+    criterion no float32 kernel meets (every value exact) fails every variant, by name."""
+    exact = {"kind": "sol", "max_atol": 0, "max_rtol": 0, "required_matched_ratio": 1.0}
+    run = tune(settings(tmp_path, trials=2, top_k=0, acceptance=exact), console=QUIET)
+    records = Store.for_run(run).records(phase="search")
+    assert len(records) == 2 and all(r.status == "incorrect" and r.reason.startswith("SOL-ExecBench's criterion")
+                                     for r in records), [(r.status, r.reason) for r in records]

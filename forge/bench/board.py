@@ -15,7 +15,7 @@ from forge.backends.base import unchecked
 from forge.bench.importers import CANN
 from forge.bench.runner import BENCH_FILE, CASES_DIR, RUN_FILE, case_finished, continue_hint, read_marker
 from forge.errors import read_json
-from forge.ops import get_op
+from forge.ops import acceptance, get_op
 from forge.report import scores
 from forge.results import Record, Store
 from forge.results.record import convergence, failed_finalists
@@ -32,10 +32,10 @@ UNSUPPORTED = "UNSUPPORTED"
 NOT_RUN = "NOT_RUN"         # a case an interrupted bench did not reach
 # What PASSED means here (benchmark-formats §5 asks for "the tolerance spec actually applied"). forge
 # checks with its own per-dtype bound; a case's `tolerance` is the benchmark's spec, kept as data.
-CORRECTNESS_NOTE = ("PASSED: every checked output value within forge's bound of the float64 reference "
-                    "(each case's tolerance_applied). The benchmarks' own criteria are not applied "
-                    "(SOL-ExecBench: atol + rtol·|ref| over a matched ratio; cann-bench: MERE/MARE); "
-                    "their spec is each case's `tolerance`")
+CORRECTNESS_NOTE = ("PASSED: every checked output value within forge's bound of the float64 reference, and "
+                    "the values meet the benchmark's own criterion (SOL-ExecBench: atol + rtol·|ref| over a "
+                    "matched ratio; cann-bench: MERE/MARE in the normal range, its small-value test not "
+                    "applied); each case's tolerance_applied names what its run checked")
 NOT_CHECKED_STATUS = "NOT_CHECKED"   # every variant that ran was left unchecked (no device, no host check)
 
 
@@ -84,9 +84,15 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
     # probed again (another host, a deleted cpu_probe.json), and a bound computed again at every
     # report would then move every score a little.
     run_file = run_dir / RUN_FILE
-    recorded = read_json("bench", run_file).get("roofline_seconds") if run_file.is_file() else None
+    run_info = read_json("bench", run_file) if run_file.is_file() else {}
+    recorded = run_info.get("roofline_seconds")
     t_sol = recorded if isinstance(recorded, (int, float)) else target.roofline_seconds(flops, nbytes, p.dtype)
-    row["tolerance_applied"] = op.tolerance_text(p)
+    # what the case's run checked: forge's bound, and the benchmark's criterion where the run had it
+    # (a run made before forge applied it has none)
+    settings = run_info.get("settings") if isinstance(run_info.get("settings"), dict) else {}
+    criterion = acceptance.describe(settings.get("acceptance"), p.dtype)
+    row["tolerance_applied"] = f"forge: {op.tolerance_text(p)}" + (f"; {criterion}" if criterion else "")
+    row["benchmark_criterion_applied"] = bool(criterion)
     row |= {"flops": flops, "min_bytes": nbytes, "t_sol": t_sol, "run_dir": str(run_dir),
             "evaluations": sum(1 for r in records if r.phase == "search"), "finished": case_finished(cdir)}
 

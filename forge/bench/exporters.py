@@ -131,9 +131,10 @@ def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dic
         err = case.get("errors") or {}
         ev["correctness"] = {"max_relative_error": err.get("max_rel"), "max_absolute_error": err.get("max_abs"),
                              "has_nan": bool(err.get("nan_count")), "has_inf": False,
-                             # the bound forge checked with, not the workload's own tolerance spec
-                             "extra": {"forge_bound": case.get("tolerance_applied"),
-                                       "workload_tolerance_applied": False}}
+                             # what forge checked: its own bound, and this workload's tolerance spec
+                             # where the case's run applied it
+                             "extra": {"forge_checked": case.get("tolerance_applied"),
+                                       "workload_tolerance_applied": bool(case.get("benchmark_criterion_applied"))}}
     if status == "PASSED":
         ev["performance"] = {"latency_ms": case["time"] * 1e3,
                              "reference_latency_ms": case["t_b"] * 1e3 if case.get("t_b") else None,

@@ -22,6 +22,7 @@ from typing import Any, Callable
 
 from forge.bench.cases import BenchCase, Suite
 from forge.errors import ForgeInputError, MachineFault, read_json, writing
+from forge.ops.acceptance import SOL_KEYS
 from forge.results.lock import FolderInUse, folder_lock
 from forge.results.store import RUN_FILE, StoreError
 
@@ -62,11 +63,22 @@ def _fields(settings_cls: Any) -> set[str] | None:
     return None
 
 
+def acceptance_of(case: BenchCase) -> dict[str, Any] | None:
+    """The case's benchmark criterion as forge applies it (forge/ops/acceptance.py), from the
+    tolerance spec its importer kept: SOL-ExecBench's ToleranceSpec, or cann-bench's MERE/MARE."""
+    tol = case.tolerance or {}
+    if "max_atol" in tol:
+        return {"kind": "sol", **{k: v for k, v in tol.items() if k in SOL_KEYS}}
+    if str(tol.get("kind", "")).startswith("cann-bench"):
+        return {"kind": "cann"}
+    return None
+
+
 def settings_for(settings_cls: Any, case: BenchCase, target: str, case_dir: Path,
                  budget_per_case: int | None, options: dict[str, Any]) -> Any:
     """TuneSettings for one case; options the tuner's settings do not know are left out."""
     kw: dict[str, Any] = {"op": case.op, "shape": dict(case.shape), "dtype": case.dtype, "attrs": dict(case.attrs),
-                          "target": target, "out": case_dir, **options}
+                          "target": target, "out": case_dir, "acceptance": acceptance_of(case), **options}
     if budget_per_case is not None:
         kw["trials"] = int(budget_per_case)
     known = _fields(settings_cls)

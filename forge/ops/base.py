@@ -14,6 +14,7 @@ import numpy as np
 from threadpoolctl import threadpool_limits
 
 from forge.errors import ForgeInputError
+from forge.ops.acceptance import violation as acceptance_violation
 from forge.problem import Problem
 
 # Per-dtype (atol, rtol) used when comparing against the float64 reference. fp16/bf16 kernels keep
@@ -203,7 +204,8 @@ class Op(ABC):
                       f"worst at row {int(rows[idx[0]])} col {int(idx[1])}: got {got[idx]:.6g}, "
                       f"expected {expected[idx]:.6g}")
         else:
-            reason = self.invariant_violation(p, out) or ""
+            reason = (self.invariant_violation(p, out)
+                      or acceptance_violation(p.acceptance, p.dtype, got, expected) or "")
             ok = not reason
         return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason)
 
