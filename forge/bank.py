@@ -26,7 +26,7 @@ import os
 import sqlite3
 import time
 from pathlib import Path
-from typing import Any, Iterable
+from typing import Any, Callable, Iterable
 
 from forge.backends import target_code
 from forge.problem import Problem
@@ -204,10 +204,13 @@ def _entry(bank: Bank, problem: Problem, target: str) -> dict[str, Any] | None:
     return bank.get(Bank.key(problem.op, problem.shape, problem.dtype, problem.attrs, target))
 
 
-def bank_neighbours(problem: Problem, target: str, k: int = 3,
-                    path: str | Path | None = None) -> list[dict[str, Any]]:
+def bank_neighbours(problem: Problem, target: str, k: int = 3, path: str | Path | None = None,
+                    accept: Callable[[dict[str, Any]], bool] | None = None) -> list[dict[str, Any]]:
     """Best configs of the same op, target, dtype and attributes on the `k` nearest other shapes
-    (distance: sum over dimensions of |log2(a / b)|) — the warm start of a new search."""
+    (distance: sum over dimensions of |log2(a / b)|) — the warm start of a new search. With
+    `accept`, the `k` nearest whose config it accepts (one valid for the new shape: a nearer
+    shape's config that is not would otherwise take a place); a config banked for several shapes
+    counts once."""
     if not bank_path().exists() and path is None:
         return []
     with Bank(path) as bank:
@@ -219,7 +222,13 @@ def bank_neighbours(problem: Problem, target: str, k: int = 3,
                 continue
             dist = sum(abs(math.log2(e["shape"][d] / problem.shape[d])) for d in problem.shape)
             near.append((dist, e["config"]))
-    return [c for _, c in sorted(near, key=lambda x: x[0])[:k]]
+    out: list[dict[str, Any]] = []
+    for _, cfg in sorted(near, key=lambda x: x[0]):
+        if len(out) == k:
+            break
+        if cfg not in out and (accept is None or accept(cfg)):
+            out.append(cfg)
+    return out
 
 
 def bank_offer(records: Iterable[Any], path: str | Path | None = None, searched: int = 0,

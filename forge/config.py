@@ -41,7 +41,8 @@ class SearchOptions(BaseModel):
                                                           "and Optuna's samplers take)")
     executor: Literal["local", "ray"] = "local"
     ray_address: str | None = None
-    build_workers: int | None = Field(None, ge=1)
+    build_workers: int | None = Field(None, ge=1, description="compiles at once (default: this machine's "
+                                                                 "cores, or the Ray cluster's CPUs)")
     devices: int = Field(1, ge=1, description="device slots measuring at once, one device each (Ray executor)")
     measure: Literal["auto", "model", "device"] = "auto"
     reps: int = Field(10, ge=1, description="timed repetitions per variant")

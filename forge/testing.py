@@ -7,6 +7,8 @@ attributes, so executors can pickle it to worker processes.
 """
 from __future__ import annotations
 
+import hashlib
+import json
 import os
 import statistics
 import time
@@ -290,3 +292,36 @@ class DyingSlotCpuBackend(CpuBackend):
             open(marker, "w").close()
             os._exit(1)
         return super().run(artifact, variant, **kwargs)
+
+
+class HashTimedCpuBackend(CpuBackend):
+    """The CPU target's space with no compiler and no kernel: a variant "runs" in `run_sleep`
+    seconds and measures a time drawn from a hash of its config (1-2 ms), so tests of the search
+    loop (budgets, resume, warm start, the bank) run in a fraction of a second per variant and see
+    the same times every run. Variants whose config holds `fails` fail with a runtime error."""
+
+    def __init__(self, target: Target, run_sleep: float = 0.0, fails: dict[str, Any] | None = None,
+                 **options: Any):
+        super().__init__(target, **options)
+        self.run_sleep, self.fails = run_sleep, dict(fails or {})
+
+    @staticmethod
+    def time_of(config: dict[str, Any]) -> float:
+        digest = hashlib.sha256(json.dumps(config, sort_keys=True).encode()).digest()
+        return 1e-3 * (1 + int.from_bytes(digest[:4], "little") / 2**32)
+
+    def build(self, variant: Variant, cache_dir):  # noqa: ANN001, ANN201 - CpuBackend's signature
+        return Artifact(variant.key(), "hash-" + variant.key()[:12], ok=True, path=os.devnull)
+
+    def run(self, artifact, variant: Variant, **kwargs: Any):
+        time.sleep(self.run_sleep)
+        if self.fails and matches(variant, self.fails):
+            return Measurement("runtime_error", "forge.testing: planted failure")
+        return Measurement("ok", timings=[self.time_of(variant.config)] * kwargs["reps"],
+                           extra={"correctness": "ok"})
+
+    def baselines(self, problem, cache_dir, **kwargs: Any):  # noqa: ANN001, ANN201
+        return [Baseline("unfused", "forge.testing: 5 ms", Measurement("ok", timings=[5e-3] * kwargs["reps"]))]
+
+    def measurement_floor(self, problem, warmup: int, reps: int) -> tuple[float, str]:  # noqa: ANN001
+        return 0.0, "no kernel runs"

@@ -53,6 +53,8 @@ BASELINES_TIMED_BEFORE = "baselines_timed_before"
 # the re-measure must fall on every finalist alike. The pooled spread then holds the run-to-run part.
 FINAL_ROUNDS = 3
 OPTUNA_FILE = "optuna.sqlite"
+# Store meta key: seconds of search a time budget has counted so far, kept across resumes.
+SEARCH_SECONDS = "search_seconds"
 CACHE_DIR = cache_dir()
 
 
@@ -601,17 +603,51 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
     if not ctx.bank:
         return []
     names = set(strategy.space.names)
-    seen, warm = set(), []
+
+    def fits(cfg: dict[str, Any]) -> bool:     # a config of this space, valid for this shape
+        return set(cfg) == names and strategy.contains(cfg) and cfg != ctx.banked_first
+
     own = [ctx.banked_first] if ctx.banked_first else []
-    for cfg in own + bank_neighbours(ctx.problem, ctx.backend.target.name):
-        key = json.dumps(cfg, sort_keys=True)
-        if set(cfg) == names and key not in seen and strategy.contains(cfg):
-            seen.add(key)
-            warm.append(cfg)
+    warm = own + bank_neighbours(ctx.problem, ctx.backend.target.name, accept=fits)
     if warm:
         ctx.console.print(f"warm start: {len(warm)} config(s) from earlier runs on this and the nearest shapes")
         ctx.store.set_meta("warm_start", warm)
     return warm
+
+
+def _search_start(ctx: Context, enum: Enumeration, strategy: Strategy,
+                  recs: list[Record]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
+    """The bank hit that answers the run (its search skipped) and the warm-start configs measured
+    first. A resume keeps what the run began with: a bank-hit run stays one (unless the resume raised
+    a limit, asking for a search), and warm-start configs not yet measured are still measured first."""
+    if not recs:
+        banked = _bank_hit(ctx, enum)
+        if banked is not None:
+            ctx.store.set_meta("bank_hit", banked)
+            return banked, []
+        return None, _warm_configs(ctx, strategy)
+    banked = ctx.store.get_meta("bank_hit")
+    measured = {r.variant_key: r for r in recs}
+    if banked is not None:
+        rec = measured.get(Variant(ctx.problem, ctx.backend.target.name, banked).key())
+        failed = rec is not None and rec.status != "ok"
+        if not ctx.fresh_patience and not failed:
+            return banked, []
+        if failed:
+            _bank_hit_failed(ctx, rec)
+        ctx.store.set_meta("bank_hit", None)     # searched on: no longer a bank hit
+    warm = [cfg for cfg in ctx.store.get_meta("warm_start") or [] if strategy.contains(cfg)
+            and Variant(ctx.problem, ctx.backend.target.name, cfg).key() not in measured]
+    if warm:
+        ctx.console.print(f"warm start: {len(warm)} config(s) the run began with still to measure, measured first")
+    return None, warm
+
+
+def _bank_hit_failed(ctx: Context, rec: Record) -> None:
+    """Said when the banked config fails here: the bank answered wrongly, so the run searches."""
+    ctx.console.print(f"tuning bank: the banked config failed here ({rec.status}: {escape(rec.reason[:200])}); "
+                      "searching")
+    ctx.store.set_meta("bank_hit", None)
 
 
 def _search(ctx: Context, enum: Enumeration, executor) -> None:
@@ -634,42 +670,49 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                           + (f"; the budget is spent already (forge tune --resume {escape(str(ctx.run_dir))} --trials N "
                              "searches further)"
                              if len(recs) >= s.trials else ""))
-    banked = _bank_hit(ctx, enum) if not recs else None
-    if banked is not None:
-        ctx.store.set_meta("bank_hit", banked)
-    warm = _warm_configs(ctx, strategy) if banked is None and not recs else []
+    banked, warm = _search_start(ctx, enum, strategy, recs)
     for cfg in warm:
         strategy.reserve(cfg)
 
     batch = s.batch or (executor.build_workers or 1) + executor.devices
     in_flight: dict[str, dict[str, Any]] = {}
+    # the time budget covers the search across resumes, as the trials do; a resume that raised a
+    # limit counts it afresh, as patience is counted (see resume())
+    if ctx.fresh_patience:
+        ctx.store.set_meta(SEARCH_SECONDS, 0.0)
+    spent_before = float(ctx.store.get_meta(SEARCH_SECONDS) or 0.0)
     started = time.monotonic()
-    trial = len(recs)
+    # numbered past every recorded one: variants in flight when a run stopped took numbers too
+    trial = max((r.trial for r in recs if r.trial is not None), default=-1) + 1
     from forge.report.progress import SearchProgress
 
     with SearchProgress(ctx.console, total=1 if banked is not None else s.trials, done=ctx.evaluated) as progress:
+        def searched_for() -> float:
+            return spent_before + time.monotonic() - started
+
         def stop_reason() -> str | None:
             if banked is not None:
                 return "bank hit" if ctx.evaluated >= 1 else None
             if ctx.evaluated >= s.trials:
                 return "trials"
-            if s.time_budget and time.monotonic() - started >= s.time_budget:
+            if s.time_budget and searched_for() >= s.time_budget:
                 return "time budget"
             if s.patience and ctx.since_improvement >= s.patience and ctx.best is not None:
                 return "patience"
             return None
 
-        exhausted = False
+        exhausted = banked_tried = False
         while True:
             reason = stop_reason()
             room = min(batch, (1 if banked is not None else s.trials) - ctx.evaluated) - len(in_flight)
             if reason is None and room > 0 and not exhausted:
                 if banked is not None:
-                    configs = [banked] if trial == 0 else []
-                elif warm:
-                    configs, warm = warm[:room], warm[room:]
+                    configs = [] if in_flight or banked_tried else [banked]
+                    banked_tried = True
                 else:
-                    configs = strategy.ask(room)
+                    configs, warm = warm[:room], warm[room:]
+                    if len(configs) < room:       # the rest of the slots go to the strategy at once
+                        configs += strategy.ask(room - len(configs))
                 if not configs:
                     exhausted = True
                 for cfg in configs:
@@ -691,11 +734,18 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
             rec = outcome_record(ctx, outcome)
             refuse_machine_fault(rec)
             ctx.store.add(rec)
+            ctx.store.set_meta(SEARCH_SECONDS, round(searched_for(), 3))
             known[rec.variant_key] = rec
             cfg = in_flight.pop(rec.variant_key)
             strategy.tell(cfg, rec.median if rec.status == "ok" else None)
             _note_result(ctx, rec)
             progress.update(ctx, rec)
+            if banked is not None and rec.status != "ok":
+                _bank_hit_failed(ctx, rec)
+                banked, warm = None, _warm_configs(ctx, strategy)
+                for c in warm:
+                    strategy.reserve(c)
+                progress.retotal(s.trials)
         final_reason = stop_reason() or ("space exhausted" if exhausted else "done")
     ctx.search_depth = _search_depth(ctx, final_reason, len(enum))
     ctx.console.print(f"search stopped ({final_reason}) after {_variants(ctx.evaluated)}")

@@ -225,6 +225,15 @@ def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tm
     finally:
         ex.close()
     assert len({line.split()[3] for line in log.read_text().splitlines() if line.startswith("run ")}) == 1
+    # Builds are one-CPU tasks anywhere in the cluster: unless told otherwise, the tuner keeps as many
+    # in flight as the cluster has CPUs (it keeps build_workers + devices proposals in flight).
+    import ray
+
+    ex = make_executor("ray", backend, tmp_path / "cache", devices=2)
+    try:
+        assert ex.build_workers == int(ray.cluster_resources()["CPU"])
+    finally:
+        ex.close()
 
 
 def test_a_device_slot_reserves_the_targets_device_when_the_cluster_has_one():

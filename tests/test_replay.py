@@ -16,6 +16,7 @@ from forge.backends.replay import NOT_IN_CACHE, ReplayBackend, load_cache
 from forge.commands.replay import register
 from forge.errors import ForgeInputError
 from forge.search.random_baseline import expected_best_random, score
+from forge.search.random_strategy import RandomStrategy
 from forge.search.replay_run import run_replay
 from forge.search.strategy import Strategy
 
@@ -593,8 +594,6 @@ def test_an_input_error_survives_pickling():
 def test_a_time_budget_needs_the_recorded_costs(tmp_path):
     """A file whose records lack compile_time, verification_time and benchmark_time has no cost to
     spend a time budget on: refused by name (as Kernel Tuner refuses it), not run for free."""
-    from forge.search.replay_run import run_replay
-
     doc = {"tune_params_keys": ["a"], "tune_params": {"a": [1, 2, 3]},
            "cache": {str(a): {"a": a, "time": float(a)} for a in (1, 2, 3)}}
     path = tmp_path / "costless.json"
@@ -628,3 +627,46 @@ def test_cli_replay_a_space_the_budget_covers_names_that_as_why_every_seed_made_
     res = CliRunner().invoke(_app(), ["replay", str(path), "--strategy", "random", "--budget", "3", "--seeds", "2"])
     assert res.exit_code == 0 and "every seed made the same run (the budget covers all 1 valid point)" in res.output, \
         res.output
+
+
+class _Recording(RandomStrategy):
+    """Random search that notes the size of every ask and the order of every tell."""
+
+    def __init__(self, enumeration, seed=0):
+        super().__init__(enumeration, seed)
+        self.asks, self.tells = [], []
+
+    def ask(self, n):
+        self.asks.append(n)
+        return super().ask(n)
+
+    def tell(self, config, value):
+        self.tells.append(config)
+        super().tell(config, value)
+
+
+def test_a_batch_runs_as_forge_tune_runs_it_each_freed_slot_refilled_while_the_rest_run(toy):
+    """Three in flight: asked for three, then for one per evaluation that finishes; the recorded
+    costs (0.12 s each) run side by side on the simulated clock."""
+    s = _Recording(toy.enumeration, 0)
+    r = run_replay(toy, s, budget=9, batch=3)
+    assert s.asks == [3] + [1] * 6 and r.evaluations == 9
+    assert r.simulated_s == pytest.approx(9 * 0.12) and r.elapsed_s == pytest.approx(3 * 0.12)
+
+
+def test_a_batch_tells_results_in_the_order_their_recorded_costs_finish_them(toy):
+    first = _Recording(toy.enumeration, 4).ask(1)[0]
+    toy.cost_s[:] = 0.1
+    toy.cost_s[toy.row_of_config(first)] = 1.0          # the first point asked is slow
+    s = _Recording(toy.enumeration, 4)
+    run_replay(toy, s, budget=8, batch=2)
+    assert s.tells[-1] == first and len(s.tells) == 8   # the other slot ran the rest meanwhile
+    again = _Recording(toy.enumeration, 4)
+    run_replay(toy, again, budget=8, batch=2)
+    assert again.tells == s.tells                       # the simulated clock: the same run every time
+
+
+def test_a_time_budget_is_on_the_clock_of_the_slots_running_side_by_side(toy):
+    one = run_replay(toy, "random", budget=30, seed=1, time_budget_s=0.5)
+    three = run_replay(toy, "random", budget=30, seed=1, batch=3, time_budget_s=0.5)
+    assert one.evaluations == 5 and three.evaluations == 15      # 0.12 s each: asked until 0.5 s passed

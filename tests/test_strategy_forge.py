@@ -25,6 +25,22 @@ def test_deterministic_for_fixed_seed(space):
     assert r1.proposals != r3.proposals
 
 
+def test_asking_one_point_at_a_time_while_others_run_answers_as_one_batch(space):
+    """forge tune refills each freed slot with ask(1) while the other points still run. With nothing
+    told in between, the points in flight count as chosen in the same batch (their neighbours
+    damped) and the model is not refitted, so the answers are those of one ask of the same size."""
+    def after_start(seed):
+        s = get_strategy("forge", space.enumeration, seed=seed)
+        for cfg in s.ask(14):
+            row = space.row_of_config(cfg)
+            s.tell(cfg, float(space.time_s[row]) if space.status[row] == "ok" else None)
+        return s
+
+    for seed in (0, 1, 2):
+        at_once, one_by_one = after_start(seed), after_start(seed)
+        assert at_once.ask(5) == [c for _ in range(5) for c in one_by_one.ask(1)]
+
+
 def test_proposals_valid_distinct_and_failures_handled(space):
     s = get_strategy("forge", space.enumeration, seed=1)
     seen = set()

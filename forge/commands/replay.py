@@ -22,7 +22,8 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
            strategy: str = typer.Option("forge", "--strategy", "-s", help=sampler_choices() + " (or optuna-<sampler>)"),
            budget: int = typer.Option(100, "--budget", "-b", help="unique valid evaluations per run"),
            seeds: int = typer.Option(25, "--seeds", help="runs with seeds 0..seeds-1"),
-           batch: int = typer.Option(1, "--batch", help="configs asked at once (executor batch)"),
+           batch: int = typer.Option(1, "--batch", help="evaluations in flight at once, as forge "
+                                    "tune's executor runs them: each freed slot is refilled while the rest run"),
            options: str | None = typer.Option(None, "--options", help="the strategy's options, e.g. "
                                               "path_floor=0.75,acquisition=ei"),
            export: Path | None = typer.Option(None, "--export", help="write the space as a Kernel Tuner "
@@ -96,7 +97,9 @@ def replay(cachefile: Path = typer.Argument(..., help="Kernel Tuner cache file (
     scored = "—     " if value is None else f"{value:.4f}"
     typer.echo(f"score         {scored}   ((random - strategy)/(random - optimum); 0 = random, 1 = optimum)")
     typer.echo(f"evaluations   {np.mean([r.evaluations for r in results]):.1f} per run, {fails} failed in all, "
-               f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run")
+               f"simulated build+run {np.mean([r.simulated_s for r in results]):.1f} s per run"
+               + (f", {np.mean([r.elapsed_s for r in results]):.1f} s on the clock with {batch} in flight"
+                  if batch > 1 else ""))
 
 
 def _export(source: Path, out: Path) -> None:

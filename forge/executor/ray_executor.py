@@ -189,6 +189,10 @@ class RayExecutor(Executor):
         check_placement(devices, "ray", backend)
         self.devices = devices
         cluster = ray.cluster_resources()
+        if build_workers is None:
+            # every build is a one-CPU task anywhere in the cluster: the tuner keeps this many (plus
+            # one per device slot) in flight, so the whole cluster compiles, not one worker's worth
+            self.build_workers = max(1, int(cluster.get("CPU", 1)))
         options = slot_options(backend, cluster, device_resources)
         _check_capacity(cluster, options, devices)
         self._build = ray.remote(num_cpus=1, max_retries=1)(_build_task)

@@ -74,6 +74,11 @@ class SearchProgress:
     def __exit__(self, *exc: Any) -> None:
         self.progress.__exit__(*exc)
 
+    def retotal(self, total: int) -> None:
+        """The search's length changed (a bank hit that failed here becomes a search)."""
+        self.total = total
+        self.progress.update(self.task, total=total)
+
     def refresh(self, ctx: Any) -> None:
         self.progress.refresh()
 

@@ -28,7 +28,11 @@ Algorithm
    typical structure of kernel spaces (a few settings decide the region, then one size at a time
    is polished) when the model is still coarse.
 3. A batch takes the top points by that score, damping the score of a chosen point's neighbours
-   (`batch_damping`) so one batch covers several promising regions.
+   (`batch_damping`) so one batch covers several promising regions. Points still in flight
+   (proposed, not yet told) are damped the same way, and the model is fitted once per set of
+   observations: an executor that refills each freed slot with `ask(1)` while the rest run (forge
+   tune's asynchronous loop) gets what one batch asked at once would have held — the role a
+   constant liar plays for a model that must be refitted to learn of a pending point.
 4. Reliability check (second pass, for noisy and flat spaces): the model's prediction for every
    point it chose is kept; before each batch, the rank correlation (Spearman) between those
    predictions and the measured values of the last `rho_window` chosen points is computed. When it
@@ -78,8 +82,8 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   one in four and a neighbourhood of +-1 index steps only; coordinate moves to any value
   reached isolated optima more often — that comparison was made on the shipped spaces, so it
   is reported as such in benchmarks/search_design_log.md.)
-- `batch_damping=0.5`: a neighbour of an already-chosen batch point needs twice the score to be
-  chosen too.
+- `batch_damping=0.5`: a neighbour of an already-chosen batch point, or of a point in flight,
+  needs twice the score to be chosen too.
 - `pack_every=0` (no pack). `pack_every=2` (an even split between the model and the pack) was
   the sixteenth pass's candidate: on the shipped GPU files, seeds 0–99, it reads convolution 1.384
   / 1.244 at 50 / 100 evaluations (default 1.403 / 1.327), gemm 1.072 / 1.019 (1.113 / 1.020),
@@ -181,6 +185,8 @@ class ForgeStrategy(Strategy):
         self.X = self._encode(self.valid)
         self._asked = 0
         self._slot = 0                        # slots after the start (model or pack)
+        self._tells = 0                       # results told so far: the fitted model's version
+        self._fit: tuple[int, tuple[np.ndarray, ...]] | None = None
         self._pack = None
         if self.options.pack_every:
             self._pack = GreyWolfStrategy(enumeration, seed, start="measured")
@@ -229,6 +235,7 @@ class ForgeStrategy(Strategy):
         return [self.config(r) for r in rows]
 
     def tell(self, config: dict[str, Any], value: float | None) -> None:
+        self._tells += 1
         if self._pack is not None:
             self._pack.tell(config, value)     # shares proposed/observed: records it for both
         else:
@@ -274,36 +281,25 @@ class ForgeStrategy(Strategy):
         return rows, y
 
     def _model_batch(self, n: int) -> list[int]:
-        rows_obs, y = self._training()
-        free = np.flatnonzero(~self.proposed)
-        if len(rows_obs) < 2 or not np.isfinite(y).all() or np.ptp(y) == 0:
+        fit = self._fitted()
+        if fit is None:
+            free = np.flatnonzero(~self.proposed)
             pick = self.rng.choice(free, min(n, len(free)), replace=False)
             for r in pick:
                 self.proposed[int(r)] = True
             return [int(r) for r in pick]
-        model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf,
-                                    max_features=1.0, random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
-        model.fit(self.X[rows_obs], y)
-        best_row = int(rows_obs[np.argmin(y)])
-        cand = free
-        if len(cand) > self.options.max_rank:
-            cand = np.union1d(self.rng.choice(free, self.options.max_rank, replace=False),
-                              np.intersect1d(self.neighbours(best_row), free))
-        Xc = np.ascontiguousarray(self.X[cand])
-        # tree_.predict skips sklearn's per-call input validation (same numbers, ~2x faster here)
-        per_tree = np.stack([t.tree_.predict(Xc).reshape(len(Xc), -1)[:, 0] for t in model.estimators_])
-        mu, sd = per_tree.mean(0), per_tree.std(0)
-        if self.options.acquisition == "good":
-            # probability of landing in the best `good_quantile` of what was measured (TPE's and
-            # BORE's question) instead of the expected gain over the single best point
-            acq = norm.cdf((np.quantile(y, self.options.good_quantile) - mu) / np.maximum(sd, 1e-12))
-        else:
-            acq = _expected_improvement(mu, sd, y.min() - self.options.xi)
+        rows_obs, y, cand, mu, per_tree, base_acq = fit
+        acq = base_acq.copy()
+        alive = ~self.proposed[cand]
+        # Points in flight (proposed, not yet measured) count as chosen earlier in this batch: their
+        # neighbours are damped as a batch's are. Asked one at a time while others run (forge tune
+        # refilling a freed slot), the strategy then answers as the same batch asked at once would.
+        for row in self.pending():
+            self._damp(row, cand, acq)
         elite = self._elite(rows_obs, y)
         explore = self._unreliable()
         out: list[int] = []
-        alive = np.ones(len(cand), dtype=bool)
-        for _ in range(min(n, len(cand))):
+        for _ in range(min(n, int(np.count_nonzero(alive)))):
             self._asked += 1
             choice = None
             if self.options.local_every and self._asked % self.options.local_every == 0:
@@ -336,10 +332,47 @@ class ForgeStrategy(Strategy):
             self._pred[row] = float(mu[choice])
             self.proposed[row] = True
             out.append(row)
-            if n > 1:
-                near = np.searchsorted(cand, np.intersect1d(self.neighbours(row), cand))
-                acq[near] *= self.options.batch_damping
+            self._damp(row, cand, acq)
         return out
+
+    def _fitted(self) -> tuple[np.ndarray, ...] | None:
+        """The surrogate's view of the unmeasured points — (observed rows, their training values,
+        candidate rows, predicted mean, per-tree predictions, acquisition) — or None while there is
+        too little to fit. Fitted once per set of observations: an ask before anything new was
+        told (a slot freed while others still run) ranks with the same model, so asking twice
+        answers as one batch would."""
+        if self._fit is not None and self._fit[0] == self._tells:
+            return self._fit[1]
+        rows_obs, y = self._training()
+        if len(rows_obs) < 2 or not np.isfinite(y).all() or np.ptp(y) == 0:
+            return None
+        model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf,
+                                    max_features=1.0, random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
+        model.fit(self.X[rows_obs], y)
+        best_row = int(rows_obs[np.argmin(y)])
+        free = np.flatnonzero(~self.proposed)
+        cand = free
+        if len(cand) > self.options.max_rank:
+            cand = np.union1d(self.rng.choice(free, self.options.max_rank, replace=False),
+                              np.intersect1d(self.neighbours(best_row), free))
+        Xc = np.ascontiguousarray(self.X[cand])
+        # tree_.predict skips sklearn's per-call input validation (same numbers, ~2x faster here)
+        per_tree = np.stack([t.tree_.predict(Xc).reshape(len(Xc), -1)[:, 0] for t in model.estimators_])
+        mu, sd = per_tree.mean(0), per_tree.std(0)
+        if self.options.acquisition == "good":
+            # probability of landing in the best `good_quantile` of what was measured (TPE's and
+            # BORE's question) instead of the expected gain over the single best point
+            acq = norm.cdf((np.quantile(y, self.options.good_quantile) - mu) / np.maximum(sd, 1e-12))
+        else:
+            acq = _expected_improvement(mu, sd, y.min() - self.options.xi)
+        fit = (rows_obs, y, cand, mu, per_tree, acq)
+        self._fit = (self._tells, fit)
+        return fit
+
+    def _damp(self, row: int, cand: np.ndarray, acq: np.ndarray) -> None:
+        """Damp the score of `row`'s one-parameter neighbours among the candidates (`batch_damping`)."""
+        near = np.searchsorted(cand, np.intersect1d(self.neighbours(row), cand))
+        acq[near] *= self.options.batch_damping
 
     def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:
         """Position (in cand) of the top-scored alive point of the code path sampled least relative

@@ -78,6 +78,10 @@ class Strategy(ABC):
     def config(self, row: int) -> dict[str, Any]:
         return self.space.config_from_indices(self.valid[row])
 
+    def pending(self) -> list[int]:
+        """Rows proposed and not yet told: in flight (or reserved for the caller)."""
+        return [int(r) for r in np.flatnonzero(self.proposed) if int(r) not in self.observed]
+
     def remaining(self) -> int:
         return int(np.count_nonzero(~self.proposed))
 
