@@ -12,8 +12,9 @@ recorded build and run times) on each space, side by side in one run:
 - `in flight ignored`: batch B, the same strategy blind to its points in flight (it only never
   proposes them again), which is what the loop gave before the damping reached them.
 
-It prints mean best/optimum over the seeds (± standard error) at each budget, and the simulated
-wall clock of a run at the largest budget: what the batch buys.
+It prints mean best/optimum over the seeds (± standard error) at each budget, the simulated wall
+clock of a run at the largest budget (what the batch buys), and the paired differences of the
+damped mode from the other two over the same seeds (negative: the damped mode is better).
 
     .venv/bin/python benchmarks/async_batch.py                         # shipped spaces, batch 8, 25 seeds
     .venv/bin/python benchmarks/async_batch.py my_cache.json.gz --batch 4 --seeds 50
@@ -51,6 +52,10 @@ def one_run(path: str, mode: str, batch: int, budget: int, seed: int) -> tuple[l
 MODES = ("sequential", "in flight damped", "in flight ignored")
 
 
+def _mean_se(values: np.ndarray, fmt: str = ".4f") -> str:
+    return f"{values.mean():{fmt}} ± {values.std(ddof=1) / np.sqrt(len(values)):.4f}"
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cachefiles", nargs="*", help="Kernel Tuner cache files (default: the shipped spaces)")
@@ -71,15 +76,19 @@ def main() -> int:
     with ProcessPoolExecutor(args.jobs) as pool:
         for path in files:
             name = Path(path).parent.name + "/" + Path(path).name.split(".")[0]
+            at: dict[str, np.ndarray] = {}        # mode -> [seed, budget] best/optimum
             for mode in MODES:
                 runs = list(pool.map(one_run, *zip(*[(path, mode, args.batch, budgets[-1], s)
                                                       for s in range(args.seeds)])))
-                cells = []
-                for b in budgets:
-                    at = np.array([trace[min(b, len(trace)) - 1] for trace, _ in runs])
-                    cells.append(f"{at.mean():.4f} ± {at.std(ddof=1) / np.sqrt(len(at)):.4f}")
+                at[mode] = np.array([[trace[min(b, len(trace)) - 1] for b in budgets] for trace, _ in runs])
                 clock = np.mean([c for _, c in runs])
-                print(f"| {name} | {mode} | {' | '.join(cells)} | {clock:.1f} |", flush=True)
+                print(f"| {name} | {mode} | {' | '.join(_mean_se(col) for col in at[mode].T)} | {clock:.1f} |",
+                      flush=True)
+            # the same seeds in every mode: their paired differences are the precise comparison
+            for other in MODES[0], MODES[2]:
+                diff = at[MODES[1]] - at[other]
+                print(f"| {name} | damped − {other} (paired) | {' | '.join(_mean_se(col, '+.4f') for col in diff.T)} | |",
+                      flush=True)
     return 0
 
 

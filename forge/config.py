@@ -51,7 +51,8 @@ class SearchOptions(BaseModel):
     top_k: int = Field(3, ge=0, description="best variants re-measured at the end")
     final_reps: int = Field(30, ge=1, description="repetitions of the final re-measure, split over several runs "
                                                   "of each finalist taking turns (forge.tuner.FINAL_ROUNDS)")
-    batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices)")
+    batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices, at most "
+                                                   "a quarter of the trials; forge/tuner.py default_batch)")
     bank: bool = Field(True, description="look up and update the tuning bank")
     acceptance: dict[str, Any] | None = Field(None, description="a benchmark's own pass criterion, checked beside "
                                                                  "forge's bound (a bench case's; forge/ops/acceptance.py)")

@@ -604,8 +604,9 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
         return []
     names = set(strategy.space.names)
 
-    def fits(cfg: dict[str, Any]) -> bool:     # a config of this space, valid for this shape
-        return set(cfg) == names and strategy.contains(cfg) and cfg != ctx.banked_first
+    def fits(cfg: dict[str, Any]) -> bool:     # a config of this space, valid for this shape, not yet asked
+        return (set(cfg) == names and strategy.contains(cfg) and cfg != ctx.banked_first
+                and not strategy.proposed[strategy.row(cfg)])
 
     own = [ctx.banked_first] if ctx.banked_first else []
     warm = own + bank_neighbours(ctx.problem, ctx.backend.target.name, accept=fits)
@@ -613,6 +614,15 @@ def _warm_configs(ctx: Context, strategy: Strategy) -> list[dict[str, Any]]:
         ctx.console.print(f"warm start: {len(warm)} config(s) from earlier runs on this and the nearest shapes")
         ctx.store.set_meta("warm_start", warm)
     return warm
+
+
+def default_batch(build_workers: int, devices: int, trials: int) -> int:
+    """Proposals in flight unless a config sets `batch`: enough to keep every build worker and
+    device slot busy, but no more than a quarter of the trials (at least one per device slot and
+    one building): every point of the first batch is asked before any result is known, and a
+    search whose first batch were most of its budget (40 trials on a 64-CPU Ray cluster) would
+    never use what it measures. A quarter leaves the strategy four rounds of results to learn from."""
+    return min(build_workers + devices, max(devices + 1, -(-trials // 4)))
 
 
 def _search_start(ctx: Context, enum: Enumeration, strategy: Strategy,
@@ -636,6 +646,7 @@ def _search_start(ctx: Context, enum: Enumeration, strategy: Strategy,
         if failed:
             _bank_hit_failed(ctx, rec)
         ctx.store.set_meta("bank_hit", None)     # searched on: no longer a bank hit
+        return None, _warm_configs(ctx, strategy)
     warm = [cfg for cfg in ctx.store.get_meta("warm_start") or [] if strategy.contains(cfg)
             and Variant(ctx.problem, ctx.backend.target.name, cfg).key() not in measured]
     if warm:
@@ -674,7 +685,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
     for cfg in warm:
         strategy.reserve(cfg)
 
-    batch = s.batch or (executor.build_workers or 1) + executor.devices
+    batch = s.batch or default_batch(executor.build_workers or 1, executor.devices, s.trials)
     in_flight: dict[str, dict[str, Any]] = {}
     # the time budget covers the search across resumes, as the trials do; a resume that raised a
     # limit counts it afresh, as patience is counted (see resume())
@@ -729,6 +740,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                 break
             outcome = executor.next_result(timeout=1.0)
             if outcome is None:
+                ctx.store.set_meta(SEARCH_SECONDS, round(searched_for(), 3))   # a stop loses a second at most
                 progress.refresh(ctx)
                 continue
             rec = outcome_record(ctx, outcome)

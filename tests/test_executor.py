@@ -225,8 +225,8 @@ def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tm
     finally:
         ex.close()
     assert len({line.split()[3] for line in log.read_text().splitlines() if line.startswith("run ")}) == 1
-    # Builds are one-CPU tasks anywhere in the cluster: unless told otherwise, the tuner keeps as many
-    # in flight as the cluster has CPUs (it keeps build_workers + devices proposals in flight).
+    # Builds are one-CPU tasks anywhere in the cluster: unless told otherwise, the tuner may keep as
+    # many in flight as the cluster has CPUs (forge/tuner.py default_batch).
     import ray
 
     ex = make_executor("ray", backend, tmp_path / "cache", devices=2)

@@ -101,12 +101,18 @@ def test_a_resumed_bank_hit_run_stays_a_bank_hit(tmp_path, bank, monkeypatch):
     tuner.resume(tmp_path / "r", console=out, backend=be)
     assert [r.config for r in searched(tmp_path / "r")] == [cfg]
     assert "search stopped (bank hit) after 1 variant" in out.export_text()
+    out = console()                                    # a raised limit asks for a search
+    tuner.resume(tmp_path / "r", console=out, backend=be, trials=10)
+    assert len(searched(tmp_path / "r")) == 10 and "search stopped (trials) after 10 variants" in out.export_text()
+    store = Store.for_run(tmp_path / "r")
+    assert store.get_meta("bank_hit") is None
+    store.close()
 
 
 def test_a_banked_config_that_fails_here_is_no_answer_and_the_run_searches(tmp_path, bank):
     [cfg] = valid_configs(HashTimedCpuBackend(get_target("cpu")), 7)
     be = HashTimedCpuBackend(get_target("cpu"), fails=cfg)
-    offer_entries([bank_entry(SHAPE, cfg)])
+    offer_entries([bank_entry(SHAPE, cfg), bank_entry({"M": 16, "N": 64}, cfg)])   # a neighbour's too: no warm start
     out = console()
     run = tuner.tune(settings(tmp_path / "r", bank=True, trials=4), console=out, backend=be)
     text = out.export_text()
@@ -176,3 +182,14 @@ def test_trial_numbers_stay_unique_after_a_resume_of_a_run_that_lost_a_variant_i
     tuner.resume(run, console=console(), backend=be, trials=6)
     trials = [r.trial for r in searched(run)]
     assert trials == [0, 2, 3, 4, 5, 6]
+
+
+@pytest.mark.parametrize("workers, devices, trials, batch", [
+    (2, 1, 40, 3),        # this machine's cores and one device: all of them
+    (64, 4, 40, 10),      # a large Ray cluster: a quarter of the trials
+    (64, 4, 8, 5),        # never fewer than one per device slot and one building
+    (1, 1, 1, 2),
+])
+def test_the_default_batch_keeps_the_workers_busy_but_leaves_the_strategy_results_to_learn_from(
+        workers, devices, trials, batch):
+    assert tuner.default_batch(workers, devices, trials) == batch

@@ -41,6 +41,21 @@ def test_asking_one_point_at_a_time_while_others_run_answers_as_one_batch(space)
         assert at_once.ask(5) == [c for _ in range(5) for c in one_by_one.ask(1)]
 
 
+def test_asks_with_nothing_told_between_them_never_run_out_of_a_ranked_subset(space):
+    """With max_rank below the space, the model ranks a subset; asks that spend it before the next
+    tell rank a fresh one rather than answering nothing while points remain."""
+    def after_start():
+        s = get_strategy("forge", space.enumeration, seed=0, max_rank=1, n_init=3)
+        for cfg in s.ask(3):
+            row = space.row_of_config(cfg)
+            s.tell(cfg, float(space.time_s[row]) if space.status[row] == "ok" else None)
+        return s
+
+    one_by_one = after_start()
+    assert all(len(one_by_one.ask(1)) == 1 for _ in range(60))
+    assert len(after_start().ask(60)) == 60
+
+
 def test_proposals_valid_distinct_and_failures_handled(space):
     s = get_strategy("forge", space.enumeration, seed=1)
     seen = set()

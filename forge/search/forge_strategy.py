@@ -29,10 +29,12 @@ Algorithm
    is polished) when the model is still coarse.
 3. A batch takes the top points by that score, damping the score of a chosen point's neighbours
    (`batch_damping`) so one batch covers several promising regions. Points still in flight
-   (proposed, not yet told) are damped the same way, and the model is fitted once per set of
-   observations: an executor that refills each freed slot with `ask(1)` while the rest run (forge
-   tune's asynchronous loop) gets what one batch asked at once would have held — the role a
-   constant liar plays for a model that must be refitted to learn of a pending point.
+   (proposed, not yet told) are damped the same way when the model is fitted — the role a constant
+   liar plays for a model that must be refitted to learn of a pending point — so forge tune's
+   asynchronous loop, which refills each freed slot with `ask(1)` right after telling the result
+   that freed it, spreads its points in flight as one batch would. The model and its damped scores
+   are kept until the next tell: asks with nothing told between them give the points one ask of
+   their total size would (not so before the first model, nor with `pack_every`).
 4. Reliability check (second pass, for noisy and flat spaces): the model's prediction for every
    point it chose is kept; before each batch, the rank correlation (Spearman) between those
    predictions and the measured values of the last `rho_window` chosen points is computed. When it
@@ -187,6 +189,7 @@ class ForgeStrategy(Strategy):
         self._slot = 0                        # slots after the start (model or pack)
         self._tells = 0                       # results told so far: the fitted model's version
         self._fit: tuple[int, tuple[np.ndarray, ...]] | None = None
+        self._cand_idx = np.zeros((0, len(self.sizes)), np.int64)   # value indices of the fit's candidates
         self._pack = None
         if self.options.pack_every:
             self._pack = GreyWolfStrategy(enumeration, seed, start="measured")
@@ -230,8 +233,11 @@ class ForgeStrategy(Strategy):
                 rows += self._model_batch(rest - to_pack)
             if to_pack:
                 rows += [self.row(c) for c in self._pack.ask(to_pack)]
-            if len(rows) < n and (~self.proposed).any():
-                rows += self._model_batch(n - len(rows))
+            while len(rows) < n and (~self.proposed).any():   # a ranked subset (max_rank) ran out
+                more = self._model_batch(n - len(rows))
+                if not more:
+                    break
+                rows += more
         return [self.config(r) for r in rows]
 
     def tell(self, config: dict[str, Any], value: float | None) -> None:
@@ -282,20 +288,16 @@ class ForgeStrategy(Strategy):
 
     def _model_batch(self, n: int) -> list[int]:
         fit = self._fitted()
+        if fit is not None and np.count_nonzero(~self.proposed[fit[2]]) < min(n, self.remaining()):
+            fit = self._fitted(again=True)   # a ranked subset (max_rank) spent: rank a fresh one
         if fit is None:
             free = np.flatnonzero(~self.proposed)
             pick = self.rng.choice(free, min(n, len(free)), replace=False)
             for r in pick:
                 self.proposed[int(r)] = True
             return [int(r) for r in pick]
-        rows_obs, y, cand, mu, per_tree, base_acq = fit
-        acq = base_acq.copy()
+        rows_obs, y, cand, mu, per_tree, acq = fit
         alive = ~self.proposed[cand]
-        # Points in flight (proposed, not yet measured) count as chosen earlier in this batch: their
-        # neighbours are damped as a batch's are. Asked one at a time while others run (forge tune
-        # refilling a freed slot), the strategy then answers as the same batch asked at once would.
-        for row in self.pending():
-            self._damp(row, cand, acq)
         elite = self._elite(rows_obs, y)
         explore = self._unreliable()
         out: list[int] = []
@@ -335,13 +337,18 @@ class ForgeStrategy(Strategy):
             self._damp(row, cand, acq)
         return out
 
-    def _fitted(self) -> tuple[np.ndarray, ...] | None:
+    def _fitted(self, again: bool = False) -> tuple[np.ndarray, ...] | None:
         """The surrogate's view of the unmeasured points — (observed rows, their training values,
         candidate rows, predicted mean, per-tree predictions, acquisition) — or None while there is
-        too little to fit. Fitted once per set of observations: an ask before anything new was
-        told (a slot freed while others still run) ranks with the same model, so asking twice
-        answers as one batch would."""
-        if self._fit is not None and self._fit[0] == self._tells:
+        too little to fit. Fitted once per set of observations (unless `again`): an ask before
+        anything new was told (a slot freed while others still run) ranks with the same model and
+        the same damped scores, so asking twice answers as one batch would.
+
+        Points in flight (proposed, not yet told) count as chosen earlier in the batch: their
+        neighbours' scores are damped when the model is fitted, as a batch's own choices damp
+        theirs — the role a constant liar plays for a model that must be refitted to learn of a
+        pending point."""
+        if self._fit is not None and self._fit[0] == self._tells and not again:
             return self._fit[1]
         rows_obs, y = self._training()
         if len(rows_obs) < 2 or not np.isfinite(y).all() or np.ptp(y) == 0:
@@ -365,13 +372,17 @@ class ForgeStrategy(Strategy):
             acq = norm.cdf((np.quantile(y, self.options.good_quantile) - mu) / np.maximum(sd, 1e-12))
         else:
             acq = _expected_improvement(mu, sd, y.min() - self.options.xi)
+        self._cand_idx = self.valid[cand]
+        for row in self.pending():
+            self._damp(row, cand, acq)
         fit = (rows_obs, y, cand, mu, per_tree, acq)
         self._fit = (self._tells, fit)
         return fit
 
     def _damp(self, row: int, cand: np.ndarray, acq: np.ndarray) -> None:
-        """Damp the score of `row`'s one-parameter neighbours among the candidates (`batch_damping`)."""
-        near = np.searchsorted(cand, np.intersect1d(self.neighbours(row), cand))
+        """Damp the score of `row`'s one-parameter neighbours among the candidates (`batch_damping`);
+        the damped scores are kept with the fit, so they carry over to the next ask before a tell."""
+        near = np.count_nonzero(self._cand_idx != self.valid[row], axis=1) == 1
         acq[near] *= self.options.batch_damping
 
     def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:

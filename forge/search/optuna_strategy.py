@@ -72,7 +72,7 @@ class OptunaStrategy(Strategy):
         self.study = optuna.create_study(
             study_name=study_name or "forge", storage=storage, direction="minimize",
             sampler=make_sampler(sampler, seed, self.distributions), load_if_exists=True)
-        self.pending: dict[int, optuna.trial.Trial] = {}   # valid row -> running trial
+        self.running: dict[int, optuna.trial.Trial] = {}   # valid row -> its trial, until told
         self.worst = 0.0
         self._resync()
 
@@ -110,14 +110,14 @@ class OptunaStrategy(Strategy):
                 row = repaired
             trial.set_user_attr("row", int(row))
             self.proposed[row] = True
-            self.pending[row] = trial
+            self.running[row] = trial
             out.append(self.config(row))
         return out
 
     def tell(self, config: dict[str, Any], value: float | None) -> None:
         row = self.row(config)
         super().tell(config, value)
-        trial = self.pending.pop(row, None)
+        trial = self.running.pop(row, None)
         if value is not None:
             self.worst = max(self.worst, value)
         told = value if value is not None else (self.worst * FAIL_PENALTY if self.worst else 1.0)

@@ -80,7 +80,9 @@ class Strategy(ABC):
 
     def pending(self) -> list[int]:
         """Rows proposed and not yet told: in flight (or reserved for the caller)."""
-        return [int(r) for r in np.flatnonzero(self.proposed) if int(r) not in self.observed]
+        told = np.zeros(len(self.proposed), dtype=bool)
+        told[list(self.observed)] = True
+        return [int(r) for r in np.flatnonzero(self.proposed & ~told)]
 
     def remaining(self) -> int:
         return int(np.count_nonzero(~self.proposed))
