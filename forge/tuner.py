@@ -625,6 +625,17 @@ def default_batch(build_workers: int, devices: int, trials: int) -> int:
     return min(build_workers + devices, max(devices + 1, -(-trials // 4)))
 
 
+def _search_line(s: TuneSettings, batch: int, build_workers: int, devices: int) -> str:
+    """What the search runs: its strategy, its seed, and how many variants it keeps in flight and why."""
+    if s.batch:
+        why = "batch"
+    else:
+        why = f"{build_workers} build worker{'s' * (build_workers != 1)} + {devices} device slot{'s' * (devices != 1)}"
+        if batch < build_workers + devices:
+            why += f", capped for a search of {s.trials} trials"
+    return f"search: {s.sampler} strategy, seed {s.seed}, {batch} variant{'s' * (batch != 1)} in flight ({why})"
+
+
 def _search_start(ctx: Context, enum: Enumeration, strategy: Strategy,
                   recs: list[Record]) -> tuple[dict[str, Any] | None, list[dict[str, Any]]]:
     """The bank hit that answers the run (its search skipped) and the warm-start configs measured
@@ -686,6 +697,8 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
         strategy.reserve(cfg)
 
     batch = s.batch or default_batch(executor.build_workers or 1, executor.devices, s.trials)
+    if banked is None:
+        ctx.console.print(_search_line(s, batch, executor.build_workers or 1, executor.devices))
     in_flight: dict[str, dict[str, Any]] = {}
     # the time budget covers the search across resumes, as the trials do; a resume that raised a
     # limit counts it afresh, as patience is counted (see resume())

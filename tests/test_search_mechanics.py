@@ -193,3 +193,17 @@ def test_trial_numbers_stay_unique_after_a_resume_of_a_run_that_lost_a_variant_i
 def test_the_default_batch_keeps_the_workers_busy_but_leaves_the_strategy_results_to_learn_from(
         workers, devices, trials, batch):
     assert tuner.default_batch(workers, devices, trials) == batch
+
+
+@pytest.mark.parametrize("kw, says", [
+    (dict(batch=3), "search: random strategy, seed 7, 3 variants in flight (batch)"),
+    (dict(batch=None, build_workers=2, trials=40), "search: random strategy, seed 7, 3 variants in flight "
+                                                   "(2 build workers + 1 device slot)"),
+    (dict(batch=None, build_workers=2, trials=4), "search: random strategy, seed 7, 2 variants in flight "
+                                                  "(2 build workers + 1 device slot, capped for a search of 4 trials)"),
+])
+def test_a_search_says_its_strategy_seed_and_how_many_variants_it_keeps_in_flight(tmp_path, kw, says):
+    out = console()
+    tuner.tune(settings(tmp_path / "r", seed=7, **{"trials": 4, **kw}), console=out,
+               backend=HashTimedCpuBackend(get_target("cpu")))
+    assert says in out.export_text()
