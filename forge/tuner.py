@@ -697,7 +697,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
         strategy.reserve(cfg)
 
     batch = s.batch or default_batch(executor.build_workers or 1, executor.devices, s.trials)
-    if banked is None:
+    if banked is None and ctx.evaluated < s.trials:     # a search that will ask something
         ctx.console.print(_search_line(s, batch, executor.build_workers or 1, executor.devices))
     in_flight: dict[str, dict[str, Any]] = {}
     # the time budget covers the search across resumes, as the trials do; a resume that raised a

@@ -207,3 +207,11 @@ def test_a_search_says_its_strategy_seed_and_how_many_variants_it_keeps_in_fligh
     tuner.tune(settings(tmp_path / "r", seed=7, **{"trials": 4, **kw}), console=out,
                backend=HashTimedCpuBackend(get_target("cpu")))
     assert says in out.export_text()
+
+
+def test_a_resume_with_its_trials_spent_does_not_say_it_searches(tmp_path):
+    be = HashTimedCpuBackend(get_target("cpu"))
+    run = tuner.tune(settings(tmp_path / "r", trials=3), console=console(), backend=be)
+    out = console()
+    tuner.resume(run, console=out, backend=be)
+    assert "search: " not in out.export_text() and len(searched(run)) == 3
