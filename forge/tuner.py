@@ -622,18 +622,19 @@ def default_batch(build_workers: int, devices: int, trials: int) -> int:
     one building): every point of the first batch is asked before any result is known, and a
     search whose first batch were most of its budget (40 trials on a 64-CPU Ray cluster) would
     never use what it measures. A quarter leaves the strategy four rounds of results to learn from."""
-    return min(build_workers + devices, max(devices + 1, -(-trials // 4)))
+    return min(build_workers + devices, max(devices + 1, trials // 4))
 
 
-def _search_line(s: TuneSettings, batch: int, build_workers: int, devices: int) -> str:
-    """What the search runs: its strategy, its seed, and how many variants it keeps in flight and why."""
-    if s.batch:
-        why = "batch"
-    else:
-        why = f"{build_workers} build worker{'s' * (build_workers != 1)} + {devices} device slot{'s' * (devices != 1)}"
-        if batch < build_workers + devices:
-            why += f", capped for a search of {s.trials} trials"
-    return f"search: {s.sampler} strategy, seed {s.seed}, {batch} variant{'s' * (batch != 1)} in flight ({why})"
+def _search_line(s: TuneSettings, batch: int, left: int, build_workers: int, devices: int) -> str:
+    """What the search runs: its strategy, its seed, and how many variants it keeps in flight and why
+    (`left`: the trials still to go, which cap the batch too)."""
+    slots = f"{build_workers} build worker{'s' * (build_workers != 1)} + {devices} device slot{'s' * (devices != 1)}"
+    why = "batch" if s.batch else slots
+    n = min(batch, left)
+    if n < (s.batch or build_workers + devices):
+        why = (f"batch {s.batch}" if s.batch else why) + (f", capped for a search of {s.trials} trials"
+                                                          if left == s.trials else f", capped for the {left} trials left")
+    return f"search: {s.sampler} strategy, seed {s.seed}, {n} variant{'s' * (n != 1)} in flight ({why})"
 
 
 def _search_start(ctx: Context, enum: Enumeration, strategy: Strategy,
@@ -697,8 +698,6 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
         strategy.reserve(cfg)
 
     batch = s.batch or default_batch(executor.build_workers or 1, executor.devices, s.trials)
-    if banked is None and ctx.evaluated < s.trials:     # a search that will ask something
-        ctx.console.print(_search_line(s, batch, executor.build_workers or 1, executor.devices))
     in_flight: dict[str, dict[str, Any]] = {}
     # the time budget covers the search across resumes, as the trials do; a resume that raised a
     # limit counts it afresh, as patience is counted (see resume())
@@ -725,7 +724,7 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                 return "patience"
             return None
 
-        exhausted = banked_tried = False
+        exhausted = banked_tried = said = False
         while True:
             reason = stop_reason()
             room = min(batch, (1 if banked is not None else s.trials) - ctx.evaluated) - len(in_flight)
@@ -734,6 +733,10 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                     configs = [] if in_flight or banked_tried else [banked]
                     banked_tried = True
                 else:
+                    if not said:              # said once, when the search first asks (not on a bank hit)
+                        ctx.console.print(_search_line(s, batch, s.trials - ctx.evaluated,
+                                                       executor.build_workers or 1, executor.devices))
+                        said = True
                     configs, warm = warm[:room], warm[room:]
                     if len(configs) < room:       # the rest of the slots go to the strategy at once
                         configs += strategy.ask(room - len(configs))

@@ -119,6 +119,7 @@ def test_a_banked_config_that_fails_here_is_no_answer_and_the_run_searches(tmp_p
     recs = searched(run)
     assert recs[0].config == cfg and recs[0].status == "runtime_error" and len(recs) == 4
     assert "the banked config failed here (runtime_error" in text and "search stopped (trials)" in text
+    assert "search: random strategy, seed 0, 1 variant in flight (batch)" in text     # said once it searches
     store = Store.for_run(run)
     assert store.get_meta("bank_hit") is None
     store.close()
@@ -188,6 +189,7 @@ def test_trial_numbers_stay_unique_after_a_resume_of_a_run_that_lost_a_variant_i
     (2, 1, 40, 3),        # this machine's cores and one device: all of them
     (64, 4, 40, 10),      # a large Ray cluster: a quarter of the trials
     (64, 4, 8, 5),        # never fewer than one per device slot and one building
+    (16, 1, 41, 10),      # at most a quarter, rounded down
     (1, 1, 1, 2),
 ])
 def test_the_default_batch_keeps_the_workers_busy_but_leaves_the_strategy_results_to_learn_from(
@@ -201,6 +203,8 @@ def test_the_default_batch_keeps_the_workers_busy_but_leaves_the_strategy_result
                                                    "(2 build workers + 1 device slot)"),
     (dict(batch=None, build_workers=2, trials=4), "search: random strategy, seed 7, 2 variants in flight "
                                                   "(2 build workers + 1 device slot, capped for a search of 4 trials)"),
+    (dict(batch=8, trials=3), "search: random strategy, seed 7, 3 variants in flight (batch 8, capped for a search "
+                              "of 3 trials)"),
 ])
 def test_a_search_says_its_strategy_seed_and_how_many_variants_it_keeps_in_flight(tmp_path, kw, says):
     out = console()
@@ -209,9 +213,18 @@ def test_a_search_says_its_strategy_seed_and_how_many_variants_it_keeps_in_fligh
     assert says in out.export_text()
 
 
-def test_a_resume_with_its_trials_spent_does_not_say_it_searches(tmp_path):
+def test_a_resume_says_it_searches_only_where_it_does_and_with_the_trials_left(tmp_path):
     be = HashTimedCpuBackend(get_target("cpu"))
-    run = tuner.tune(settings(tmp_path / "r", trials=3), console=console(), backend=be)
+    run = tuner.tune(settings(tmp_path / "r", trials=3, batch=3), console=console(), backend=be)
     out = console()
-    tuner.resume(run, console=out, backend=be)
+    tuner.resume(run, console=out, backend=be)                              # its trials spent
     assert "search: " not in out.export_text() and len(searched(run)) == 3
+    out = console()
+    tuner.resume(run, console=out, backend=be, trials=5)
+    assert "2 variants in flight (batch 3, capped for the 2 trials left)" in out.export_text()
+    stopped = tuner.tune(settings(tmp_path / "p", trials=100, patience=2), console=console(), backend=be)
+    assert len(searched(stopped)) < 100
+    out = console()
+    tuner.resume(stopped, console=out, backend=be)                          # patience spent
+    text = out.export_text()
+    assert "search: " not in text and "search stopped (patience)" in text, text

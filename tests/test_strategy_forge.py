@@ -25,20 +25,36 @@ def test_deterministic_for_fixed_seed(space):
     assert r1.proposals != r3.proposals
 
 
+def _after_start(space, seed: int):
+    """The default strategy with its 14-point space-filling start measured: the next ask fits."""
+    s = get_strategy("forge", space.enumeration, seed=seed)
+    for cfg in s.ask(14):
+        row = space.row_of_config(cfg)
+        s.tell(cfg, float(space.time_s[row]) if space.status[row] == "ok" else None)
+    return s
+
+
 def test_asking_one_point_at_a_time_while_others_run_answers_as_one_batch(space):
     """forge tune refills each freed slot with ask(1) while the other points still run. With nothing
     told in between, the points in flight count as chosen in the same batch (their neighbours
     damped) and the model is not refitted, so the answers are those of one ask of the same size."""
-    def after_start(seed):
-        s = get_strategy("forge", space.enumeration, seed=seed)
-        for cfg in s.ask(14):
-            row = space.row_of_config(cfg)
-            s.tell(cfg, float(space.time_s[row]) if space.status[row] == "ok" else None)
-        return s
-
     for seed in (0, 1, 2):
-        at_once, one_by_one = after_start(seed), after_start(seed)
+        at_once, one_by_one = _after_start(space, seed), _after_start(space, seed)
         assert at_once.ask(5) == [c for _ in range(5) for c in one_by_one.ask(1)]
+
+
+def test_a_point_reserved_after_the_model_is_fitted_damps_its_neighbours_in_the_kept_scores(space):
+    """forge tune reserves warm-start configs mid-run (a failed bank hit). The model's ranking is
+    kept until the next tell, so a point reserved meanwhile must damp its neighbours' scores there,
+    as a point in flight at the fit damps them; the other scores stay as they were."""
+    s = _after_start(space, 0)
+    s.ask(1)                                          # fits the model; its scores are kept
+    _, _, cand, _, _, acq = s._fit[1]
+    kept = acq.copy()
+    row = next(int(r) for r in cand if not s.proposed[r] and np.isin(s.neighbours(int(r)), cand).any())
+    near = np.isin(cand, s.neighbours(row))
+    s.reserve(s.config(row))
+    assert np.allclose(acq[near], kept[near] * s.options.batch_damping) and (acq[~near] == kept[~near]).all()
 
 
 def test_asks_with_nothing_told_between_them_never_run_out_of_a_ranked_subset(space):

@@ -33,8 +33,10 @@ Algorithm
    liar plays for a model that must be refitted to learn of a pending point — so forge tune's
    asynchronous loop, which refills each freed slot with `ask(1)` right after telling the result
    that freed it, spreads its points in flight as one batch would. The model and its damped scores
-   are kept until the next tell: asks with nothing told between them give the points one ask of
-   their total size would (not so before the first model, nor with `pack_every`).
+   are kept until the next tell, and a point reserved in the meantime damps its neighbours in
+   them: asks with nothing told between them give the points one ask of their total size would
+   (not so before the first model, nor with `pack_every`, nor once a `max_rank` subset runs out,
+   where one large ask ranks a fresh subset before using up the last points of the old one).
 4. Reliability check (second pass, for noisy and flat spaces): the model's prediction for every
    point it chose is kept; before each batch, the rank correlation (Spearman) between those
    predictions and the measured values of the last `rho_window` chosen points is computed. When it
@@ -232,13 +234,30 @@ class ForgeStrategy(Strategy):
             if rest - to_pack:
                 rows += self._model_batch(rest - to_pack)
             if to_pack:
-                rows += [self.row(c) for c in self._pack.ask(to_pack)]
+                packed = [self.row(c) for c in self._pack.ask(to_pack)]
+                for row in packed:
+                    self._damp_in_flight(row)
+                rows += packed
             while len(rows) < n and (~self.proposed).any():   # a ranked subset (max_rank) ran out
                 more = self._model_batch(n - len(rows))
                 if not more:
                     break
                 rows += more
         return [self.config(r) for r in rows]
+
+    def reserve(self, config: dict[str, Any]) -> None:
+        row = self.row(config)
+        fresh = not self.proposed[row]
+        super().reserve(config)
+        if fresh:
+            self._damp_in_flight(row)
+
+    def _damp_in_flight(self, row: int) -> None:
+        """A point put in flight after the model was fitted (reserved, or the pack's) damps its
+        neighbours in the kept scores, as one in flight at the fit does."""
+        if self._fit is not None and self._fit[0] == self._tells:
+            _, _, cand, _, _, acq = self._fit[1]
+            self._damp(row, cand, acq)
 
     def tell(self, config: dict[str, Any], value: float | None) -> None:
         self._tells += 1
