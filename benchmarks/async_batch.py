@@ -29,8 +29,13 @@ from pathlib import Path
 import numpy as np
 
 from forge.backends.replay import load_cache
+from forge.errors import ForgeInputError
 from forge.search.forge_strategy import ForgeStrategy
 from forge.search.replay_run import run_replay
+
+sys.path.insert(0, str(Path(__file__).resolve().parent))
+
+from search_efficiency import parse_budgets  # noqa: E402
 
 SHIPPED = Path(__file__).resolve().parents[1].parent / "shared" / "data" / "tuningdata"
 
@@ -56,19 +61,27 @@ def _mean_se(values: np.ndarray, fmt: str = ".4f") -> str:
     return f"{values.mean():{fmt}} ± {values.std(ddof=1) / np.sqrt(len(values)):.4f}"
 
 
-def main() -> int:
+def main(argv: list[str] | None = None) -> int:
     ap = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     ap.add_argument("cachefiles", nargs="*", help="Kernel Tuner cache files (default: the shipped spaces)")
     ap.add_argument("--batch", type=int, default=8)
     ap.add_argument("--budgets", default="50,100")
     ap.add_argument("--seeds", type=int, default=25)
     ap.add_argument("--jobs", type=int, default=2)
-    args = ap.parse_args()
-    budgets = sorted(int(b) for b in args.budgets.split(","))
+    args = ap.parse_args(argv)
+    budgets = sorted(parse_budgets(ap, args.budgets))
+    if args.batch < 1 or args.seeds < 2 or args.jobs < 1:
+        ap.error(f"--batch and --jobs must be >= 1 and --seeds >= 2, for a standard error "
+                 f"(got {args.batch}, {args.jobs}, {args.seeds})")
     files = args.cachefiles or sorted(str(p) for p in SHIPPED.glob("*/*.json*"))
     if not files:
         print(f"no cache files given and none under {SHIPPED}", file=sys.stderr)
         return 2
+    for path in files:                    # read before any worker starts: a bad file is named, exit 2
+        try:
+            load_cache(path)
+        except ForgeInputError as exc:
+            ap.error(str(exc))
     print(f"batch {args.batch}, seeds 0..{args.seeds - 1}; best/optimum at each budget (± standard error over "
           "the seeds); clock: simulated wall time of a run at the largest budget")
     print(f"| space | mode | {' | '.join(f'@{b}' for b in budgets)} | clock (s) |")

@@ -628,12 +628,11 @@ def default_batch(build_workers: int, devices: int, trials: int) -> int:
 def _search_line(s: TuneSettings, batch: int, left: int, build_workers: int, devices: int) -> str:
     """What the search runs: its strategy, its seed, and how many variants it keeps in flight and why
     (`left`: the trials still to go, which cap the batch too)."""
-    slots = f"{build_workers} build worker{'s' * (build_workers != 1)} + {devices} device slot{'s' * (devices != 1)}"
-    why = "batch" if s.batch else slots
+    why = (f"batch {s.batch}" if s.batch else
+           f"{build_workers} build worker{'s' * (build_workers != 1)} + {devices} device slot{'s' * (devices != 1)}")
     n = min(batch, left)
     if n < (s.batch or build_workers + devices):
-        why = (f"batch {s.batch}" if s.batch else why) + (f", capped for a search of {s.trials} trials"
-                                                          if left == s.trials else f", capped for the {left} trials left")
+        why += f", capped for a search of {s.trials} trials" if left == s.trials else f", capped for the {left} trials left"
     return f"search: {s.sampler} strategy, seed {s.seed}, {n} variant{'s' * (n != 1)} in flight ({why})"
 
 

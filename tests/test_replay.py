@@ -425,6 +425,16 @@ def test_space_anatomy_bad_budgets_or_seeds_are_usage_errors(args, needle, capsy
     assert exc.value.code == 2 and needle in capsys.readouterr().err
 
 
+@pytest.mark.parametrize("args, needle", [(["--batch", "0"], "--batch"), (["--seeds", "1"], "--seeds >= 2"),
+                                          (["--budgets", "5,x"], "--budgets"), (["nope.json"], "nope.json")])
+def test_async_batch_bad_arguments_are_usage_errors(args, needle, capsys):
+    async_batch = _benchmark_module("async_batch")
+    space = str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz")
+    with pytest.raises(SystemExit) as exc:
+        async_batch.main(args if args[0] == "nope.json" else [space, *args])
+    assert exc.value.code == 2 and needle in capsys.readouterr().err
+
+
 def test_search_efficiency_standard_error_is_over_the_seeds(tmp_path, capsys):
     """--se prints each mean's standard error: the sample deviation of the seeds' best over sqrt(seeds)."""
     path = write_cache(tmp_path / "toy.json")

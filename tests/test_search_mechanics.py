@@ -119,7 +119,7 @@ def test_a_banked_config_that_fails_here_is_no_answer_and_the_run_searches(tmp_p
     recs = searched(run)
     assert recs[0].config == cfg and recs[0].status == "runtime_error" and len(recs) == 4
     assert "the banked config failed here (runtime_error" in text and "search stopped (trials)" in text
-    assert "search: random strategy, seed 0, 1 variant in flight (batch)" in text     # said once it searches
+    assert "search: random strategy, seed 0, 1 variant in flight (batch 1)" in text     # said once it searches
     store = Store.for_run(run)
     assert store.get_meta("bank_hit") is None
     store.close()
@@ -198,7 +198,7 @@ def test_the_default_batch_keeps_the_workers_busy_but_leaves_the_strategy_result
 
 
 @pytest.mark.parametrize("kw, says", [
-    (dict(batch=3), "search: random strategy, seed 7, 3 variants in flight (batch)"),
+    (dict(batch=3), "search: random strategy, seed 7, 3 variants in flight (batch 3)"),
     (dict(batch=None, build_workers=2, trials=40), "search: random strategy, seed 7, 3 variants in flight "
                                                    "(2 build workers + 1 device slot)"),
     (dict(batch=None, build_workers=2, trials=4), "search: random strategy, seed 7, 2 variants in flight "

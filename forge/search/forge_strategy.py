@@ -191,7 +191,6 @@ class ForgeStrategy(Strategy):
         self._slot = 0                        # slots after the start (model or pack)
         self._tells = 0                       # results told so far: the fitted model's version
         self._fit: tuple[int, tuple[np.ndarray, ...]] | None = None
-        self._cand_idx = np.zeros((0, len(self.sizes)), np.int64)   # value indices of the fit's candidates
         self._pack = None
         if self.options.pack_every:
             self._pack = GreyWolfStrategy(enumeration, seed, start="measured")
@@ -391,7 +390,6 @@ class ForgeStrategy(Strategy):
             acq = norm.cdf((np.quantile(y, self.options.good_quantile) - mu) / np.maximum(sd, 1e-12))
         else:
             acq = _expected_improvement(mu, sd, y.min() - self.options.xi)
-        self._cand_idx = self.valid[cand]
         for row in self.pending():
             self._damp(row, cand, acq)
         fit = (rows_obs, y, cand, mu, per_tree, acq)
@@ -401,7 +399,7 @@ class ForgeStrategy(Strategy):
     def _damp(self, row: int, cand: np.ndarray, acq: np.ndarray) -> None:
         """Damp the score of `row`'s one-parameter neighbours among the candidates (`batch_damping`);
         the damped scores are kept with the fit, so they carry over to the next ask before a tell."""
-        near = np.count_nonzero(self._cand_idx != self.valid[row], axis=1) == 1
+        near = np.count_nonzero(self.valid[cand] != self.valid[row], axis=1) == 1
         acq[near] *= self.options.batch_damping
 
     def _floor_choice(self, cand: np.ndarray, alive: np.ndarray, score: np.ndarray) -> int | None:
