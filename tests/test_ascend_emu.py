@@ -153,6 +153,21 @@ BUGS = {  # which -> (kind reported, marker in bugs.cpp)
     7: ("gm_out_of_bounds", "gm_out_of_bounds"),
     8: ("local_out_of_bounds", "local_out_of_bounds"),
     9: ("misaligned", "misaligned_address"),
+    10: ("missing_sync", "missing_v_mte3"),
+    11: ("missing_sync", "missing_v_s"),
+    12: ("missing_sync", "missing_barrier"),
+    13: ("missing_sync", "missing_mte2_v"),
+    14: ("missing_sync", "missing_v_mte2"),
+    15: ("missing_sync", "missing_s_v"),
+}
+# which -> (hazard, pipe of the racing access, pipe of the earlier one, the sync that orders them)
+RACES = {
+    10: ("read after write", "MTE3", "V", "SetFlag/WaitFlag<HardEvent::V_MTE3>"),
+    11: ("read after write", "S", "V", "SetFlag/WaitFlag<HardEvent::V_S>"),
+    12: ("read after write", "V", "V", "PipeBarrier<PIPE_V>()"),
+    13: ("read after write", "V", "MTE2", "SetFlag/WaitFlag<HardEvent::MTE2_V>"),
+    14: ("write after read", "MTE2", "V", "SetFlag/WaitFlag<HardEvent::V_MTE2>"),
+    15: ("read after write", "V", "S", "SetFlag/WaitFlag<HardEvent::S_V>"),
 }
 
 
@@ -178,6 +193,43 @@ def test_planted_bug_is_reported_as_that_bug(build, which):
     assert res.error_kind == kind, res.stderr
     assert res.error_detail["where"] == f"bugs.cpp:{marker_line('bugs.cpp', marker)}"
     assert res.error_detail["block"] == 0 and res.error_detail["core"] == "AIV"
+
+
+@pytest.mark.parametrize("which", sorted(RACES))
+def test_a_race_between_pipes_names_both_accesses_and_the_missing_sync(build, which):
+    hazard, pipe, earlier_pipe, needs = RACES[which]
+    d = run_bugs(build, which).error_detail
+    assert (d["hazard"], d["pipe"], d["earlier_pipe"], d["needs"]) == (hazard, pipe, earlier_pipe, needs), d
+    assert d["earlier_where"].startswith("bugs.cpp:") and d["earlier_where"] != d["where"]
+    assert needs in d["detail"]
+
+
+def test_the_sync_each_race_asks_for_makes_it_run(build, emu_cache):
+    """The fix each report names is enough: the same kernels with that sync added run clean."""
+    src = (KERNELS / "bugs.cpp").read_text()
+    fixes = {
+        "  if (which == 10) DataCopy(yGm, o, N);":
+            "  if (which == 10) { SetFlag<HardEvent::V_MTE3>(1); WaitFlag<HardEvent::V_MTE3>(1); DataCopy(yGm, o, N); }",
+        "  if (which == 11) { half v = o.GetValue(0); (void)v; }":
+            "  if (which == 11) { SetFlag<HardEvent::V_S>(1); WaitFlag<HardEvent::V_S>(1); half v = o.GetValue(0); (void)v; }",
+        "  if (which == 12) Muls(o, o, half(2.0f), N);":
+            "  if (which == 12) { PipeBarrier<PIPE_V>(); Muls(o, o, half(2.0f), N); }",
+        "      DataCopy(t, xGm, N);\n      Adds(o, t, half(1.0f), N);":
+            "      DataCopy(t, xGm, N);\n      SetFlag<HardEvent::MTE2_V>(1); WaitFlag<HardEvent::MTE2_V>(1);\n      Adds(o, t, half(1.0f), N);",
+        "      Adds(o, t, half(1.0f), N);\n      DataCopy(t, xGm, N);":
+            "      Adds(o, t, half(1.0f), N);\n      SetFlag<HardEvent::V_MTE2>(1); WaitFlag<HardEvent::V_MTE2>(1);\n      DataCopy(t, xGm, N);",
+        "      t.SetValue(0, half(1.0f));":
+            "      t.SetValue(0, half(1.0f)); SetFlag<HardEvent::S_V>(1); WaitFlag<HardEvent::S_V>(1);",
+    }
+    for old, new in fixes.items():
+        assert src.count(old) == 1, old
+        src = src.replace(old, new)
+    r = compile_kernel({"bugs.cpp": src}, "bugs.cpp", {}, emu_cache, opt="-O1")
+    assert r.ok, r.error
+    x = np.arange(512, dtype=np.float32).astype(np.float16)
+    for which in sorted(RACES):
+        res = run_kernel(r, {"x": x}, {"y": ((512,), "float16")}, args=["x", "y", which], block_dim=2, timeout=30)
+        assert res.ok, (which, res.error_detail)
 
 
 def test_over_allocation_names_numbers_and_buffers(build):

@@ -168,6 +168,11 @@ def test_every_emulated_core_turns_its_queues_over(op, shape, dtype, attrs):
     # y written by the vector unit after MTE3 was handed it
     ("EnQue too early", "    Cast(y, xf, RoundMode::CAST_RINT, rows * COLS_PAD);\n    queY.EnQue(y);",
      "    queY.EnQue(y);\n    Cast(y, xf, RoundMode::CAST_RINT, rows * COLS_PAD);", "enqueued_access"),
+    # the scalar unit reads the row sums before the vector unit has written them
+    ("no V_S before the scalar read-back", "SetFlag<HardEvent::V_S>(EVT_V_S); WaitFlag<HardEvent::V_S>(EVT_V_S);", "",
+     "missing_sync"),
+    # each vector op may start before the one whose result it reads has finished
+    ("no vector barriers", "PipeBarrier<PIPE_V>();", "", "missing_sync"),
 ])
 def test_the_emulator_catches_a_broken_queue_protocol(tmp_path, break_, old, new, reported):
     """Breaks the generators never make but a hand edit would: each is a hang or a race on the
@@ -188,6 +193,8 @@ def test_the_emulator_catches_a_broken_queue_protocol(tmp_path, break_, old, new
     built = emulate.build({"kernel.cpp": text.replace(old, new)}, "kernel.cpp", tmp_path, be.target)
     chk = emulate.run(built, small.p, int(small.pipeline(emu).block_dim), small.workspace_bytes(emu), 3, 120)
     assert chk.status == "runtime_error" and reported in chk.reason, chk.reason
+    if reported == "missing_sync":
+        assert ("HardEvent::V_S" if "V_S" in break_ else "PipeBarrier<PIPE_V>") in chk.reason, chk.reason
 
 
 def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):

@@ -50,7 +50,7 @@ DEFAULT_OPT = os.environ.get("FORGE_EMU_OPT", "-O0")
 EXIT_KINDS = {
     3: "spec", 10: "over_allocation", 11: "queue_overflow", 12: "empty_deque", 13: "deadlock",
     14: "misaligned", 15: "gm_out_of_bounds", 16: "local_out_of_bounds", 17: "bad_sync",
-    18: "flag_overflow", 19: "bad_api", 20: "bad_launch",
+    18: "flag_overflow", 19: "bad_api", 20: "bad_launch", 21: "missing_sync",
 }
 KERNEL_TYPES = (
     "KERNEL_TYPE_AIV_ONLY", "KERNEL_TYPE_AIC_ONLY", "KERNEL_TYPE_MIX_AIV_1_0", "KERNEL_TYPE_MIX_AIC_1_0",

@@ -56,6 +56,10 @@ inline void check_local_for_copy(const LocalTensor<T>& t, const char* op, const 
         .msg(std::string(op) + ": " + mem_name(t.ref_.mem) + " address " + std::to_string(t.ref_.off) + " is not " + std::to_string(a) + "-byte aligned (ascend.md §1.3)")
         .at(loc).fail(EXIT_MISALIGNED);
 }
+// UB->UB copies run on the vector pipe (copy_ubuf_to_ubuf, PIPE_V in the CCE intrinsic docs); the
+// pipe of an L1->L1 copy is not documented, so its order is not checked.
+template <typename T>
+inline int local_copy_pipe(const LocalTensor<T>& dst) { return dst.ref_.mem == forge_emu::MEM_UB ? forge_emu::P_V : forge_emu::P_NONE; }
 template <typename T>
 inline void check_gm_align(const T* p, const char* op, const Loc& loc) {
   if (reinterpret_cast<uintptr_t>(p) % sizeof(T))
@@ -83,7 +87,8 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
   detail::check_gm_align(src.GetPhyAddr(), "DataCopy(GM->local)", loc);
   uint64_t bytes = (uint64_t)count * sizeof(T);
   detail::check_len32(bytes, "DataCopy(GM->local)", loc, count, sizeof(T));
-  dst.check_range(0, bytes, "DataCopy(GM->local)", loc);
+  forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE2, "DataCopy(GM->local)", loc);
+  dst.check_range(0, bytes, "DataCopy(GM->local)", loc, &I, true);
   forge_emu::check_gm(src.GetPhyAddr(), bytes, "DataCopy(GM->local)", loc);
   std::memcpy(dst.raw(), src.GetPhyAddr(), bytes);
 }
@@ -95,7 +100,8 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
   detail::check_gm_align(dst.GetPhyAddr(), "DataCopy(local->GM)", loc);
   uint64_t bytes = (uint64_t)count * sizeof(T);
   detail::check_len32(bytes, "DataCopy(local->GM)", loc, count, sizeof(T));
-  src.check_range(0, bytes, "DataCopy(local->GM)", loc);
+  forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE3, "DataCopy(local->GM)", loc);
+  src.check_range(0, bytes, "DataCopy(local->GM)", loc, &I, false);
   forge_emu::check_gm(dst.GetPhyAddr(), bytes, "DataCopy(local->GM)", loc);
   std::memcpy(dst.GetPhyAddr(), src.raw(), bytes);
 }
@@ -107,8 +113,9 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>&
   detail::check_local_for_copy(src, "DataCopy(local->local)", loc);
   uint64_t bytes = (uint64_t)count * sizeof(T);
   detail::check_len32(bytes, "DataCopy(local->local)", loc, count, sizeof(T));
-  dst.check_range(0, bytes, "DataCopy(local->local)", loc);
-  src.check_range(0, bytes, "DataCopy(local->local)", loc);
+  forge_emu::Instr I = forge_emu::issue(detail::local_copy_pipe(dst), "DataCopy(local->local)", loc);
+  src.check_range(0, bytes, "DataCopy(local->local)", loc, &I, false);
+  dst.check_range(0, bytes, "DataCopy(local->local)", loc, &I, true);
   std::memmove(dst.raw(), src.raw(), bytes);
 }
 
@@ -123,9 +130,10 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
   detail::check_gm_align(src.GetPhyAddr(), op, loc);
   const uint8_t* g = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
   uint64_t blk = (uint64_t)p.blockLen * 32;
+  forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE2, op, loc);
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     uint64_t so = b * (blk + (uint64_t)p.srcStride * 32), d = b * (blk + (uint64_t)p.dstStride * 32);
-    dst.check_range(d, blk, op, loc);
+    dst.check_range(d, blk, op, loc, &I, true);
     forge_emu::check_gm(g + so, blk, op, loc);
     std::memcpy(reinterpret_cast<uint8_t*>(dst.raw()) + d, g + so, blk);
   }
@@ -140,9 +148,10 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
   detail::check_gm_align(dst.GetPhyAddr(), op, loc);
   uint8_t* g = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
   uint64_t blk = (uint64_t)p.blockLen * 32;
+  forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE3, op, loc);
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     uint64_t so = b * (blk + (uint64_t)p.srcStride * 32), d = b * (blk + (uint64_t)p.dstStride * 32);
-    src.check_range(so, blk, op, loc);
+    src.check_range(so, blk, op, loc, &I, false);
     forge_emu::check_gm(g + d, blk, op, loc);
     std::memcpy(g + d, reinterpret_cast<const uint8_t*>(src.raw()) + so, blk);
   }
@@ -156,10 +165,11 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const LocalTensor<T>&
   detail::check_local_for_copy(dst, op, loc);
   detail::check_local_for_copy(src, op, loc);
   uint64_t blk = (uint64_t)p.blockLen * 32;
+  forge_emu::Instr I = forge_emu::issue(detail::local_copy_pipe(dst), op, loc);
   for (uint32_t b = 0; b < p.blockCount; ++b) {
     uint64_t so = b * (blk + (uint64_t)p.srcStride * 32), d = b * (blk + (uint64_t)p.dstStride * 32);
-    src.check_range(so, blk, op, loc);
-    dst.check_range(d, blk, op, loc);
+    src.check_range(so, blk, op, loc, &I, false);
+    dst.check_range(d, blk, op, loc, &I, true);
     std::memmove(reinterpret_cast<uint8_t*>(dst.raw()) + d, reinterpret_cast<const uint8_t*>(src.raw()) + so, blk);
   }
 }
@@ -184,9 +194,12 @@ inline void pad_gm_to_local(const LocalTensor<T>& dst, const GlobalTensor<T>& sr
   const uint8_t* g = reinterpret_cast<const uint8_t*>(src.GetPhyAddr());
   uint64_t row = ((uint64_t)left * sizeof(T) + blockLen + (uint64_t)right * sizeof(T) + 31) / 32 * 32;
   uint8_t* u = reinterpret_cast<uint8_t*>(dst.raw());
+  Instr I = issue(P_MTE2, op, loc);
+  uint64_t written = (uint64_t)(isPad ? left + right : 0) * sizeof(T) + blockLen;  // the rest of the row is left as it was
   for (uint32_t b = 0; b < blockCount; ++b) {
     uint64_t so = b * ((uint64_t)blockLen + srcStrideBytes), d = b * (row + dstStrideBlocks * 32);
     dst.check_range(d, row, op, loc);
+    dst.check_range(d + (isPad ? 0 : left * sizeof(T)), written, op, loc, &I, true);
     check_gm(g + so, blockLen, op, loc);
     T* rowp = reinterpret_cast<T*>(u + d);
     if (isPad) for (uint32_t i = 0; i < left; ++i) rowp[i] = padVal;
@@ -210,9 +223,10 @@ inline void pad_local_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& sr
   uint8_t* g = reinterpret_cast<uint8_t*>(dst.GetPhyAddr());
   uint64_t row = ((uint64_t)blockLen + 31) / 32 * 32;
   const uint8_t* u = reinterpret_cast<const uint8_t*>(src.raw());
+  Instr I = issue(P_MTE3, op, loc);
   for (uint32_t b = 0; b < blockCount; ++b) {
     uint64_t so = b * (row + srcStrideBlocks * 32), d = b * ((uint64_t)blockLen + dstStrideBytes);
-    src.check_range(so, blockLen, op, loc);
+    src.check_range(so, blockLen, op, loc, &I, false);
     check_gm(g + d, blockLen, op, loc);
     std::memcpy(g + d, u + so, blockLen);
   }

@@ -88,13 +88,14 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
   if (p.nValue > p.dstNzC0Stride && groups > 1)
     forge_emu::Diag("bad_api").kv("op", op).kv("nValue", (int)p.nValue).kv("dstNzC0Stride", (int)p.dstNzC0Stride)
         .msg("dstNzC0Stride (rows per C0 column group) is smaller than nValue: column groups overlap").at(loc).fail(forge_emu::EXIT_BAD_API);
+  forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE2, op, loc);
   for (uint32_t m = 0; m < p.ndNum; ++m)
     for (uint32_t r = 0; r < p.nValue; ++r) {
       const T* row = src.GetPhyAddr() + (uint64_t)m * p.srcNdMatrixStride + (uint64_t)r * p.srcDValue;
       forge_emu::check_gm(row, (uint64_t)p.dValue * sizeof(T), op, loc);
       for (uint32_t g = 0; g < groups; ++g) {
         uint64_t at = (uint64_t)m * p.dstNzMatrixStride + ((uint64_t)g * p.dstNzC0Stride + (uint64_t)r * p.dstNzNStride) * c0;
-        dst.check_range(at * sizeof(T), 32, op, loc);
+        dst.check_range(at * sizeof(T), 32, op, loc, &I, true);
         T* d = dst.raw() + at;
         for (uint32_t e = 0; e < c0; ++e) {
           uint32_t c = g * c0 + e;
@@ -117,11 +118,12 @@ __aicore__ inline void LoadData(const LocalTensor<T>& dst, const LocalTensor<T>&
   detail::need_mem(dst, dst.ref_.mem, op, "dst", loc);
   constexpr uint32_t FR = 512;                 // fractal bytes (ascend.md §1.3)
   const uint32_t c0 = 32 / sizeof(T), fe = FR / sizeof(T);
+  Instr I = issue(P_MTE1, op, loc);
   for (uint32_t r = 0; r < p.repeatTimes; ++r) {
     uint64_t s = ((uint64_t)p.startIndex + (uint64_t)r * p.srcStride) * FR;
     uint64_t d = (uint64_t)r * (1 + p.dstGap) * FR;
-    src.check_range(s, FR, op, loc);
-    dst.check_range(d, FR, op, loc);
+    src.check_range(s, FR, op, loc, &I, false);
+    dst.check_range(d, FR, op, loc, &I, true);
     const T* sp = reinterpret_cast<const T*>(reinterpret_cast<const uint8_t*>(src.raw()) + s);
     T* dp = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.raw()) + d);
     if (!p.ifTranspose) { std::memcpy(dp, sp, FR); continue; }
@@ -146,9 +148,11 @@ __aicore__ inline void Mmad(const LocalTensor<C>& dst, const LocalTensor<A>& a, 
   detail::need_mem(dst, MEM_L0C, op, "dst", loc);
   const uint32_t c0 = 32 / sizeof(A);
   uint32_t M1 = (p.m + 15) / 16, N1 = (p.n + 15) / 16, K1 = (p.k + c0 - 1) / c0;
-  a.check_range(0, (uint64_t)M1 * K1 * 512, op, loc);
-  b.check_range(0, (uint64_t)K1 * N1 * 512, op, loc);
-  dst.check_range(0, (uint64_t)M1 * N1 * 256 * sizeof(C), op, loc);
+  Instr I = issue(P_M, op, loc);
+  a.check_range(0, (uint64_t)M1 * K1 * 512, op, loc, &I, false);
+  b.check_range(0, (uint64_t)K1 * N1 * 512, op, loc, &I, false);
+  if (!p.cmatrixInitVal) dst.check_range(0, (uint64_t)M1 * N1 * 256 * sizeof(C), op, loc, &I, false);
+  dst.check_range(0, (uint64_t)M1 * N1 * 256 * sizeof(C), op, loc, &I, true);
   const A* ap = a.raw();
   const B* bp = b.raw();
   C* cp = dst.raw();
@@ -174,7 +178,8 @@ __aicore__ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<
   detail::need_aic(op, loc);
   detail::need_mem(src, MEM_L0C, op, "src", loc);
   uint32_t groups = (p.nSize + 15) / 16;
-  src.check_range(0, ((uint64_t)(groups ? groups - 1 : 0) * p.srcStride * 16 + (uint64_t)p.mSize * 16) * sizeof(SrcT), op, loc);
+  Instr I = issue(P_FIX, op, loc);
+  src.check_range(0, ((uint64_t)(groups ? groups - 1 : 0) * p.srcStride * 16 + (uint64_t)p.mSize * 16) * sizeof(SrcT), op, loc, &I, false);
   for (uint32_t i = 0; i < p.mSize; ++i)
     for (uint32_t j = 0; j < p.nSize; ++j) {
       float v = (float)src.raw()[(uint64_t)(j / 16) * p.srcStride * 16 + (uint64_t)i * 16 + j % 16];

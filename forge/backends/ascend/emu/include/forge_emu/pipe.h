@@ -6,6 +6,7 @@
 // FreeTensor of a tensor the queue does not own.
 #pragma once
 #include <deque>
+#include <tuple>
 #include "tensor.h"
 
 namespace AscendC {
@@ -24,8 +25,28 @@ struct QueState {
   std::vector<uint32_t> gen;   // per slot: FreeTensors so far, so a tensor kept past its FreeTensor is told apart
   std::deque<int> fifo;
   forge_emu::Loc init_loc;
+  // the pipe that fills the queue's buffers and the one that drains them (hazard.h); P_NONE: the
+  // queue is taken to order every pipe
+  int producer = forge_emu::P_NONE, consumer = forge_emu::P_NONE;
+  std::vector<forge_emu::PipeClock> enq_token, free_token;   // per slot, taken at EnQue / FreeTensor
   bool inited() const { return !offs.empty(); }
 };
+
+// The flags a TQue's EnQue/DeQue carry, by position (ascend.md §2.3: MTE2->V for VECIN, V->MTE3
+// for VECOUT; the cube queues follow the data path of §2.4.4: GM->L1 on MTE2, L1->L0 on MTE1,
+// L0A/L0B->L0C on M, L0C out on FIX). A TQueBind between two positions orders every pipe.
+inline std::pair<int, int> queue_pipes(TPosition src, TPosition dst) {
+  using namespace forge_emu;
+  if (src != dst) return {P_NONE, P_NONE};
+  switch (src) {
+    case TPosition::VECIN: return {P_MTE2, P_V};
+    case TPosition::VECOUT: return {P_V, P_MTE3};
+    case TPosition::A1: case TPosition::B1: return {P_MTE2, P_MTE1};
+    case TPosition::A2: case TPosition::B2: return {P_MTE1, P_M};
+    case TPosition::CO1: return {P_M, P_FIX};
+    default: return {P_NONE, P_NONE};
+  }
+}
 }  // namespace detail
 
 class TPipe {
@@ -72,6 +93,9 @@ class TPipe {
     for (int i = 0; i < num; ++i) q.offs.push_back(used_[m] + i * one);
     q.state.assign(num, detail::QueState::FREE);
     q.gen.assign(num, 0);
+    std::tie(q.producer, q.consumer) = detail::queue_pipes(Q::kPosition, Q::kDst);
+    q.enq_token.assign(num, forge_emu::PipeClock{});
+    q.free_token.assign(num, forge_emu::PipeClock{});
     reserve(m, Q::kPosition, num, one, loc);
     return true;
   }
@@ -142,6 +166,7 @@ template <TPosition src, TPosition dst, int32_t depth, auto mask = 0>
 class TQueBind {
  public:
   static constexpr TPosition kPosition = src;
+  static constexpr TPosition kDst = dst;
   static constexpr int kDepth = depth;
   detail::QueState state_;
 
@@ -152,6 +177,7 @@ class TQueBind {
     for (size_t i = 0; i < state_.state.size(); ++i) {
       if (state_.state[i] == detail::QueState::FREE) {
         state_.state[i] = detail::QueState::ALLOCATED;
+        forge_emu::learn(cur().hz, state_.producer, state_.free_token[i]);  // the consumer is done with it
         return make<T>((int)i);
       }
     }
@@ -172,6 +198,7 @@ class TQueBind {
           .msg("EnQue beyond the queue depth (consecutive EnQue without DeQue, ascend.md §2.3)").at(loc).fail(EXIT_QUEUE_OVERFLOW);
     state_.state[s] = detail::QueState::ENQUEUED;
     state_.fifo.push_back(s);
+    state_.enq_token[s] = forge_emu::snapshot(cur().hz, state_.producer);
     return true;
   }
   template <typename T>
@@ -184,6 +211,7 @@ class TQueBind {
     int s = state_.fifo.front();
     state_.fifo.pop_front();
     state_.state[s] = detail::QueState::DEQUEUED;
+    forge_emu::learn(cur().hz, state_.consumer, state_.enq_token[s]);
     return make<T>(s);
   }
   template <typename T>
@@ -197,6 +225,7 @@ class TQueBind {
       Diag("bad_api").kv("op", "FreeTensor").kv("position", position_name(src)).msg("FreeTensor of a buffer that is still in the queue (EnQue without DeQue)").at(loc).fail(EXIT_BAD_API);
     state_.state[s] = detail::QueState::FREE;
     ++state_.gen[s];
+    state_.free_token[s] = forge_emu::snapshot(cur().hz, state_.consumer);
   }
   __aicore__ inline bool VacantInQue() const { return depth <= 0 || (int)state_.fifo.size() < depth; }
   __aicore__ inline bool HasTensorInQue() const { return !state_.fifo.empty(); }

@@ -6,6 +6,7 @@
 // reports a deadlock instead of hanging. Bugs are reported as ONE JSON line on stderr starting with
 // {"emu_error": ...} and a distinct exit code (see forge_emu::Exit and README.md).
 #pragma once
+#include <array>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -44,7 +45,7 @@ using AscendC::AscendCoreType;
 enum Exit : int {
   EXIT_OK = 0, EXIT_SPEC = 3, EXIT_OVER_ALLOCATION = 10, EXIT_QUEUE_OVERFLOW = 11, EXIT_EMPTY_DEQUE = 12,
   EXIT_DEADLOCK = 13, EXIT_MISALIGNED = 14, EXIT_GM_OUT_OF_BOUNDS = 15, EXIT_LOCAL_OUT_OF_BOUNDS = 16,
-  EXIT_BAD_SYNC = 17, EXIT_FLAG_OVERFLOW = 18, EXIT_BAD_API = 19, EXIT_BAD_LAUNCH = 20,
+  EXIT_BAD_SYNC = 17, EXIT_FLAG_OVERFLOW = 18, EXIT_BAD_API = 19, EXIT_BAD_LAUNCH = 20, EXIT_MISSING_SYNC = 21,
 };
 
 // Limits; all come from the target through -D defines (runner.py, defaults.yaml).
@@ -145,6 +146,26 @@ class Diag {
 constexpr int MAX_CROSS_FLAGS = 64;
 constexpr int MAX_EVENTS = 16;
 
+// The pipes whose order hazard.h checks (ascend.md §2.8 table), numbered as pipe_t numbers them
+// up to MTE3; FIX gets the next index.
+enum Pipe : int { P_S = 0, P_V, P_M, P_MTE1, P_MTE2, P_MTE3, P_FIX, P_COUNT, P_NONE = -1 };
+using PipeClock = std::array<uint32_t, P_COUNT>;
+
+// What one core knows of the order between its pipes (hazard.h): a vector clock per pipe, the
+// instructions issued so far, and per byte of each local memory the last writer and readers.
+struct HazardCell {
+  uint32_t w = 0;            // last writer: pipe << 28 | its instruction number (0: never written)
+  uint32_t r[P_COUNT] = {};  // per pipe, the instruction number of its last read since that write
+};
+struct Hazards {
+  uint32_t issued[P_COUNT] = {};
+  PipeClock know[P_COUNT] = {};     // know[p][q]: q's instructions up to this number are complete before p's next
+  std::vector<const char*> op[P_COUNT];
+  std::vector<Loc> at[P_COUNT];     // op / at [p][n - 1]: instruction n of pipe p
+  HazardCell* cells[MEM_COUNT] = {};
+  PipeClock token[(int)AscendC::HardEvent::MAX][MAX_EVENTS] = {};
+};
+
 struct Core {
   int id = 0;                    // position in the scheduler's list
   AscendCoreType type = AscendCoreType::AIV;
@@ -152,6 +173,7 @@ struct Core {
   uint8_t* mem[MEM_COUNT] = {};
   void* pipe = nullptr;          // the TPipe of this block (one per kernel, ascend.md §2.3)
   bool event_pending[(int)AscendC::HardEvent::MAX][MAX_EVENTS] = {};
+  Hazards hz;                    // pipe-order check (hazard.h)
   Loc event_set_at[(int)AscendC::HardEvent::MAX][MAX_EVENTS];
   // cross-core flag counters (ascend.md §2.9): per mode; mode-2 sets from each AIV kept apart on the AIC
   int cross_cnt0[MAX_CROSS_FLAGS] = {}, cross_cnt1[MAX_CROSS_FLAGS] = {}, cross_cnt2[MAX_CROSS_FLAGS] = {};

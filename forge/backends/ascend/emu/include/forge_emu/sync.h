@@ -5,7 +5,7 @@
 // id. Cross-core waits block the coroutine; the scheduler reports a deadlock when every live block
 // waits on a flag nothing can set any more.
 #pragma once
-#include "runtime.h"
+#include "hazard.h"
 
 namespace AscendC {
 
@@ -49,6 +49,7 @@ __aicore__ inline void SetFlag(int32_t id, forge_emu::Loc loc = forge_emu::Loc::
         .msg("SetFlag twice on the same event and id without a WaitFlag between (undefined, ascend.md §2.8)").at(loc).fail(EXIT_BAD_SYNC);
   c.event_pending[(int)E][id] = true;
   c.event_set_at[(int)E][id] = loc;
+  c.hz.token[(int)E][id] = snapshot(c.hz, event_pipes(E).first);  // fires once the source pipe is done
 }
 
 template <HardEvent E>
@@ -62,13 +63,17 @@ __aicore__ inline void WaitFlag(int32_t id, forge_emu::Loc loc = forge_emu::Loc:
              ") with no matching SetFlag issued before it on this block: the pipe waits forever")
         .at(loc).fail(EXIT_DEADLOCK);
   c.event_pending[(int)E][id] = false;
+  learn(c.hz, event_pipes(E).second, c.hz.token[(int)E][id]);
 }
 
-// Orders instructions within one pipe; the emulator is in order already, so it only checks use.
+// Orders instructions within one pipe (PIPE_ALL: within and between all of them); hazard.h
+// checks what it orders.
 template <pipe_t pipe>
 __aicore__ inline void PipeBarrier(forge_emu::Loc loc = forge_emu::Loc::current()) {
   if (pipe == PIPE_S)
     forge_emu::Diag("bad_sync").kv("op", "PipeBarrier").msg("PipeBarrier does not support PIPE_S (ascend.md §2.8)").at(loc).fail(forge_emu::EXIT_BAD_SYNC);
+  if (pipe == PIPE_ALL) forge_emu::full_barrier();
+  else if (forge_emu::pipe_index(pipe) != forge_emu::P_NONE) forge_emu::barrier(forge_emu::cur().hz, forge_emu::pipe_index(pipe));
 }
 
 // ---- block ids (ascend.md §2.1 "Core index") --------------------------------------------------
@@ -167,6 +172,7 @@ __aicore__ inline void SyncAll(forge_emu::Loc loc = forge_emu::Loc::current()) {
   long long gen = L.syncall_arrived[ti] / n + 1;
   L.syncall_arrived[ti] += 1;
   block_until([&L, ti, n, gen]() { return L.syncall_arrived[ti] >= gen * n; }, "SyncAll", -1, loc);
+  full_barrier();  // every pipe of every core drains before the barrier releases
 }
 
 // ---- workspace ------------------------------------------------------------------------------

@@ -1,6 +1,6 @@
 // forge Ascend C CPU emulator: GlobalTensor (GM) and LocalTensor (UB / L1 / L0*) — ascend.md §2.2-§2.4.
 #pragma once
-#include "runtime.h"
+#include "hazard.h"
 
 namespace AscendC {
 
@@ -70,11 +70,13 @@ class LocalTensor {
     return t;
   }
   __aicore__ inline T GetValue(uint32_t i, forge_emu::Loc loc = forge_emu::Loc::current()) const {
-    check_elem(i, "LocalTensor::GetValue", loc);
+    forge_emu::Instr I = forge_emu::issue(forge_emu::P_S, "LocalTensor::GetValue", loc);
+    check_range((uint64_t)i * sizeof(T), sizeof(T), "LocalTensor::GetValue", loc, &I, false);
     return raw()[i];
   }
   __aicore__ inline void SetValue(uint32_t i, T v, forge_emu::Loc loc = forge_emu::Loc::current()) const {
-    check_elem(i, "LocalTensor::SetValue", loc);
+    forge_emu::Instr I = forge_emu::issue(forge_emu::P_S, "LocalTensor::SetValue", loc);
+    check_range((uint64_t)i * sizeof(T), sizeof(T), "LocalTensor::SetValue", loc, &I, true);
     raw()[i] = v;
   }
   __aicore__ inline T& operator()(uint32_t i) const { return raw()[i]; }
@@ -88,8 +90,11 @@ class LocalTensor {
     LocalTensor<U> t; t.ref_ = ref_; t.count_ = (uint32_t)((uint64_t)count_ * sizeof(T) / sizeof(U)); return t;
   }
 
-  // Checks that this tensor is usable and bytes [off, off+nbytes) lie inside its buffer.
-  void check_range(uint64_t byte_off, uint64_t nbytes, const char* what, const forge_emu::Loc& loc) const {
+  // Checks that this tensor is usable and bytes [off, off+nbytes) lie inside its buffer; given the
+  // instruction `I` making the access, also checks and records its order against other pipes
+  // (hazard.h).
+  void check_range(uint64_t byte_off, uint64_t nbytes, const char* what, const forge_emu::Loc& loc,
+                   const forge_emu::Instr* I = nullptr, bool write = false) const {
     using namespace forge_emu;
     if (ref_.core < 0)
       Diag("bad_api").kv("op", what).msg("LocalTensor used before it was obtained from AllocTensor/DeQue/Get").at(loc).fail(EXIT_BAD_API);
@@ -109,6 +114,7 @@ class LocalTensor {
           .kv("offset", (long long)(a - ref_.buf_start)).kv("bytes", (long long)nbytes)
           .kv("buffer_bytes", (long long)(ref_.buf_end - ref_.buf_start))
           .msg(std::string(what) + " reaches outside the tensor's buffer").at(loc).fail(EXIT_LOCAL_OUT_OF_BOUNDS);
+    if (I) touch(*I, what, ref_.mem, ref_.pos, ref_.buf_start, a, nbytes, write, loc);
   }
   void check_elem(uint32_t i, const char* what, const forge_emu::Loc& loc) const {
     check_range((uint64_t)i * sizeof(T), sizeof(T), what, loc);

@@ -44,8 +44,10 @@ template <typename T> struct Num {
   static T st(C c) { return T(c); }
 };
 
+// Checks a vector operand; given the instruction, also its order against other pipes (hazard.h).
 template <typename T>
-inline void vcheck(const LocalTensor<T>& t, uint64_t byte_lo, uint64_t byte_hi, const char* op, const Loc& loc) {
+inline void vcheck(const LocalTensor<T>& t, uint64_t byte_lo, uint64_t byte_hi, const char* op, const Loc& loc,
+                   const forge_emu::Instr* I = nullptr, bool write = false) {
   using namespace forge_emu;
   if (t.ref_.core < 0) Diag("bad_api").kv("op", op).msg("LocalTensor used before it was obtained from AllocTensor/DeQue/Get").at(loc).fail(EXIT_BAD_API);
   if (cur().type != AscendCoreType::AIV) Diag("bad_api").kv("op", op).msg("vector instruction on an AIC (split mode, ascend.md §1.1)").at(loc).fail(EXIT_BAD_API);
@@ -53,8 +55,9 @@ inline void vcheck(const LocalTensor<T>& t, uint64_t byte_lo, uint64_t byte_hi, 
   if (t.ref_.off % limits().ub_align)
     Diag("misaligned").kv("op", op).kv("memory", "UB").kv("address", (long long)t.ref_.off).kv("align", (long long)limits().ub_align)
         .msg(std::string(op) + ": UB operand address " + std::to_string(t.ref_.off) + " is not 32-byte aligned (ascend.md §1.3)").at(loc).fail(EXIT_MISALIGNED);
-  if (byte_hi > byte_lo) t.check_range(byte_lo, byte_hi - byte_lo, op, loc);
+  if (byte_hi > byte_lo) t.check_range(byte_lo, byte_hi - byte_lo, op, loc, I, write);
 }
+inline forge_emu::Instr vissue(const char* op, const Loc& loc) { return forge_emu::issue(forge_emu::P_V, op, loc); }
 inline void check_count(int64_t count, const char* op, const Loc& loc) {
   if (count < 0) Diag("bad_api").kv("op", op).kv("count", (long long)count).msg("negative count").at(loc).fail(forge_emu::EXIT_BAD_API);
 }
@@ -100,19 +103,21 @@ inline void hd_apply(const char* op, const LocalTensor<T>& dst, const LocalTenso
     }
   vcheck(dst, 0, dhi, op, loc);
   for (int s = 0; s < NS; ++s) vcheck(*srcs[s], 0, shi[s], op, loc);
+  forge_emu::Instr I = vissue(op, loc);
   std::vector<std::pair<uint64_t, T>> out;
   for (int r = 0; r < repeat; ++r)
     for (int e = 0; e < per; ++e) {
       if (!mask.test(e)) continue;
       C v[NS > 0 ? NS : 1];
       for (int s = 0; s < NS; ++s) {
+        srcs[s]->check_range(hd_off<T>(r, e, sBlk[s], sRep[s]), sizeof(T), op, loc, &I, false);
         T x; std::memcpy(&x, reinterpret_cast<const uint8_t*>(srcs[s]->raw()) + hd_off<T>(r, e, sBlk[s], sRep[s]), sizeof(T));
         v[s] = Num<T>::ld(x);
       }
       out.push_back({hd_off<T>(r, e, dBlk, dRep), Num<T>::st(f(v))});
     }
   uint8_t* d = reinterpret_cast<uint8_t*>(dst.raw());
-  for (auto& o : out) std::memcpy(d + o.first, &o.second, sizeof(T));
+  for (auto& o : out) { dst.check_range(o.first, sizeof(T), op, loc, &I, true); std::memcpy(d + o.first, &o.second, sizeof(T)); }
 }
 
 template <typename T, int NS, class F>
@@ -120,8 +125,9 @@ inline void count_apply(const char* op, const LocalTensor<T>& dst, const LocalTe
   using C = typename Num<T>::C;
   check_count(count, op, loc);
   uint64_t bytes = (uint64_t)count * sizeof(T);
-  vcheck(dst, 0, bytes, op, loc);
-  for (int s = 0; s < NS; ++s) vcheck(*srcs[s], 0, bytes, op, loc);
+  forge_emu::Instr I = vissue(op, loc);
+  for (int s = 0; s < NS; ++s) vcheck(*srcs[s], 0, bytes, op, loc, &I, false);
+  vcheck(dst, 0, bytes, op, loc, &I, true);
   std::vector<T> out((size_t)count);
   for (int64_t i = 0; i < count; ++i) {
     C v[NS > 0 ? NS : 1];
@@ -247,8 +253,10 @@ template <typename T, typename U = T, bool isSetMask = true>
 __aicore__ inline void Axpy(const LocalTensor<T>& dst, const LocalTensor<U>& src, const std::type_identity_t<U>& scalar,
                             const int32_t& count, forge_emu::Loc loc = forge_emu::Loc::current()) {
   detail::check_count(count, "Axpy", loc);
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Axpy", loc);
-  detail::vcheck(src, 0, (uint64_t)count * sizeof(U), "Axpy", loc);
+  forge_emu::Instr I = detail::vissue("Axpy", loc);
+  detail::vcheck(src, 0, (uint64_t)count * sizeof(U), "Axpy", loc, &I, false);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Axpy", loc, &I, false);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Axpy", loc, &I, true);
   float b = (float)scalar;
   for (int32_t i = 0; i < count; ++i) dst.raw()[i] = T((float)src.raw()[i] * b + (float)dst.raw()[i]);
 }
@@ -258,7 +266,8 @@ template <typename T, bool isSetMask = true>
 __aicore__ inline void Duplicate(const LocalTensor<T>& dst, const std::type_identity_t<T>& scalar, const int32_t& count,
                                  forge_emu::Loc loc = forge_emu::Loc::current()) {
   detail::check_count(count, "Duplicate", loc);
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Duplicate", loc);
+  forge_emu::Instr I = detail::vissue("Duplicate", loc);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Duplicate", loc, &I, true);
   T v = scalar;
   for (int32_t i = 0; i < count; ++i) dst.raw()[i] = v;
 }
@@ -338,8 +347,9 @@ template <typename S> inline double to_double(S v) {
 template <typename D, typename S>
 __aicore__ inline void Cast(const LocalTensor<D>& dst, const LocalTensor<S>& src, const RoundMode& round, const uint32_t count,
                             forge_emu::Loc loc = forge_emu::Loc::current()) {
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(D), "Cast", loc);
-  detail::vcheck(src, 0, (uint64_t)count * sizeof(S), "Cast", loc);
+  forge_emu::Instr I = detail::vissue("Cast", loc);
+  detail::vcheck(src, 0, (uint64_t)count * sizeof(S), "Cast", loc, &I, false);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(D), "Cast", loc, &I, true);
   std::vector<D> out(count);
   for (uint32_t i = 0; i < count; ++i) out[i] = detail::cast_one<D>(detail::to_double(src.raw()[i]), round);
   if (count) std::memcpy(dst.raw(), out.data(), (size_t)count * sizeof(D));
@@ -359,8 +369,9 @@ template <typename T>
 __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                                  const int32_t count, forge_emu::Loc loc = forge_emu::Loc::current()) {
   detail::check_count(count, "ReduceSum", loc);
-  detail::vcheck(src, 0, (uint64_t)count * sizeof(T), "ReduceSum", loc);
-  detail::vcheck(dst, 0, sizeof(T), "ReduceSum", loc);
+  forge_emu::Instr I = detail::vissue("ReduceSum", loc);
+  detail::vcheck(src, 0, (uint64_t)count * sizeof(T), "ReduceSum", loc, &I, false);
+  detail::vcheck(dst, 0, sizeof(T), "ReduceSum", loc, &I, true);
   detail::vcheck(sharedTmpBuffer, 0, 0, "ReduceSum", loc);
   float acc = 0.f;
   for (int32_t i = 0; i < count; ++i) acc += (float)src.raw()[i];
@@ -372,8 +383,9 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
                               const int32_t count, bool calIndex = false, forge_emu::Loc loc = forge_emu::Loc::current()) { \
     detail::check_count(count, #NAME, loc);                                                                     \
     if (count < 1) forge_emu::Diag("bad_api").kv("op", #NAME).msg("count must be >= 1").at(loc).fail(forge_emu::EXIT_BAD_API); \
-    detail::vcheck(src, 0, (uint64_t)count * sizeof(T), #NAME, loc);                                            \
-    detail::vcheck(dst, 0, (calIndex ? 2 : 1) * sizeof(T), #NAME, loc);                                         \
+    forge_emu::Instr I = detail::vissue(#NAME, loc);                                                            \
+    detail::vcheck(src, 0, (uint64_t)count * sizeof(T), #NAME, loc, &I, false);                                 \
+    detail::vcheck(dst, 0, (calIndex ? 2 : 1) * sizeof(T), #NAME, loc, &I, true);                               \
     detail::vcheck(sharedTmpBuffer, 0, 0, #NAME, loc);                                                          \
     float best = (float)src.raw()[0]; uint32_t bi = 0;                                                          \
     for (int32_t i = 1; i < count; ++i) { float v = (float)src.raw()[i]; if (v BETTER best) { best = v; bi = i; } } \
@@ -400,6 +412,7 @@ inline void reduce_hd(const char* op, const LocalTensor<T>& dst, const LocalTens
     for (int e = 0; e < per; ++e) if (mask.test(e)) shi = std::max(shi, hd_off<T>(r, e, srcBlkStride, srcRepStride) + sizeof(T));
   vcheck(src, 0, shi, op, loc);
   vcheck(dst, 0, repeat ? ((uint64_t)(repeat - 1) * dstRepStride * out_len + out_len) * sizeof(T) : 0, op, loc);
+  forge_emu::Instr I = vissue(op, loc);
   std::vector<std::pair<uint64_t, float>> vals;
   std::vector<std::pair<uint64_t, uint32_t>> idxs;
   for (int r = 0; r < repeat; ++r) {
@@ -409,6 +422,7 @@ inline void reduce_hd(const char* op, const LocalTensor<T>& dst, const LocalTens
       int e0 = per_block ? g * epb : 0, e1 = per_block ? (g + 1) * epb : per;
       for (int e = e0; e < e1; ++e) {
         if (!mask.test(e)) continue;
+        src.check_range(hd_off<T>(r, e, srcBlkStride, srcRepStride), sizeof(T), op, loc, &I, false);
         T x; std::memcpy(&x, reinterpret_cast<const uint8_t*>(src.raw()) + hd_off<T>(r, e, srcBlkStride, srcRepStride), sizeof(T));
         float v = (float)x;
         if (kind == Red::SUM) acc += v;
@@ -424,8 +438,8 @@ inline void reduce_hd(const char* op, const LocalTensor<T>& dst, const LocalTens
       else { vals.push_back({at, acc}); idxs.push_back({at + 1, bi}); }
     }
   }
-  for (auto& v : vals) dst.raw()[v.first] = T(v.second);
-  for (auto& i : idxs) store_index(dst, (uint32_t)i.first, i.second);
+  for (auto& v : vals) { dst.check_range(v.first * sizeof(T), sizeof(T), op, loc, &I, true); dst.raw()[v.first] = T(v.second); }
+  for (auto& i : idxs) { dst.check_range(i.first * sizeof(T), sizeof(T), op, loc, &I, true); store_index(dst, (uint32_t)i.first, i.second); }
 }
 }  // namespace detail
 
@@ -476,13 +490,16 @@ template <typename T>
 __aicore__ inline void Brcb(const LocalTensor<T>& dst, const LocalTensor<T>& src, const uint8_t repeatTime,
                             const BrcbRepeatParams& p, forge_emu::Loc loc = forge_emu::Loc::current()) {
   const int epb = 32 / (int)sizeof(T);
-  detail::vcheck(src, 0, (uint64_t)repeatTime * 8 * sizeof(T), "Brcb", loc);
+  forge_emu::Instr I = detail::vissue("Brcb", loc);
+  detail::vcheck(src, 0, (uint64_t)repeatTime * 8 * sizeof(T), "Brcb", loc, &I, false);
   uint64_t hi = repeatTime ? ((uint64_t)(repeatTime - 1) * p.dstRepStride + 7ull * p.dstBlkStride + 1) * 32 : 0;
   detail::vcheck(dst, 0, hi, "Brcb", loc);
   std::vector<T> in(src.raw(), src.raw() + (size_t)repeatTime * 8);
   for (int r = 0; r < repeatTime; ++r)
     for (int j = 0; j < 8; ++j) {
-      T* blk = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.raw()) + ((uint64_t)r * p.dstRepStride + (uint64_t)j * p.dstBlkStride) * 32);
+      uint64_t at = ((uint64_t)r * p.dstRepStride + (uint64_t)j * p.dstBlkStride) * 32;
+      dst.check_range(at, 32, "Brcb", loc, &I, true);
+      T* blk = reinterpret_cast<T*>(reinterpret_cast<uint8_t*>(dst.raw()) + at);
       for (int e = 0; e < epb; ++e) blk[e] = in[(size_t)r * 8 + j];
     }
 }
@@ -494,8 +511,8 @@ __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& s
                               const uint32_t srcBaseAddr, const uint32_t count,
                               forge_emu::Loc loc = forge_emu::Loc::current()) {
   using forge_emu::Diag;
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Gather", loc);
-  detail::vcheck(srcOffset, 0, (uint64_t)count * sizeof(uint32_t), "Gather", loc);
+  forge_emu::Instr I = detail::vissue("Gather", loc);
+  detail::vcheck(srcOffset, 0, (uint64_t)count * sizeof(uint32_t), "Gather", loc, &I, false);
   detail::vcheck(src, 0, 0, "Gather", loc);
   std::vector<T> out(count);
   for (uint32_t i = 0; i < count; ++i) {
@@ -503,9 +520,10 @@ __aicore__ inline void Gather(const LocalTensor<T>& dst, const LocalTensor<T>& s
     if (at % sizeof(T))
       Diag("misaligned").kv("op", "Gather").kv("index", (long long)i).kv("offset", (long long)at)
           .msg("Gather: a source offset is not a multiple of the element size").at(loc).fail(forge_emu::EXIT_MISALIGNED);
-    src.check_range(at, sizeof(T), "Gather", loc);
+    src.check_range(at, sizeof(T), "Gather", loc, &I, false);
     std::memcpy(&out[i], reinterpret_cast<const uint8_t*>(src.raw()) + at, sizeof(T));
   }
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Gather", loc, &I, true);
   if (count) std::memcpy(dst.raw(), out.data(), (size_t)count * sizeof(T));
 }
 
@@ -519,9 +537,9 @@ inline bool cmp(float a, float b, CMPMODE m) {
 }
 template <typename U, typename T, class F>
 inline void compare_impl(const char* op, const LocalTensor<U>& dst, const LocalTensor<T>& src0, uint32_t count, F other,
-                         CMPMODE m, const Loc& loc) {
-  vcheck(src0, 0, (uint64_t)count * sizeof(T), op, loc);
-  vcheck(dst, 0, ((uint64_t)count + 7) / 8, op, loc);
+                         CMPMODE m, const Loc& loc, const forge_emu::Instr& I) {
+  vcheck(src0, 0, (uint64_t)count * sizeof(T), op, loc, &I, false);
+  vcheck(dst, 0, ((uint64_t)count + 7) / 8, op, loc, &I, true);
   uint8_t* d = reinterpret_cast<uint8_t*>(dst.raw());
   std::memset(d, 0, (count + 7) / 8);
   for (uint32_t i = 0; i < count; ++i) if (cmp((float)src0.raw()[i], other(i), m)) d[i / 8] |= (uint8_t)(1u << (i % 8));
@@ -531,24 +549,27 @@ inline void compare_impl(const char* op, const LocalTensor<U>& dst, const LocalT
 template <typename T, typename U>
 __aicore__ inline void Compare(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const LocalTensor<T>& src1, CMPMODE cmpMode,
                                uint32_t count, forge_emu::Loc loc = forge_emu::Loc::current()) {
-  detail::vcheck(src1, 0, (uint64_t)count * sizeof(T), "Compare", loc);
-  detail::compare_impl("Compare", dst, src0, count, [&](uint32_t i) { return (float)src1.raw()[i]; }, cmpMode, loc);
+  forge_emu::Instr I = detail::vissue("Compare", loc);
+  detail::vcheck(src1, 0, (uint64_t)count * sizeof(T), "Compare", loc, &I, false);
+  detail::compare_impl("Compare", dst, src0, count, [&](uint32_t i) { return (float)src1.raw()[i]; }, cmpMode, loc, I);
 }
 template <typename T, typename U>
 __aicore__ inline void CompareScalar(const LocalTensor<U>& dst, const LocalTensor<T>& src0, const std::type_identity_t<T> scalar,
                                      CMPMODE cmpMode, uint32_t count, forge_emu::Loc loc = forge_emu::Loc::current()) {
   float s = (float)scalar;
-  detail::compare_impl("CompareScalar", dst, src0, count, [s](uint32_t) { return s; }, cmpMode, loc);
+  forge_emu::Instr I = detail::vissue("CompareScalar", loc);
+  detail::compare_impl("CompareScalar", dst, src0, count, [s](uint32_t) { return s; }, cmpMode, loc, I);
 }
 template <typename T, typename U>
 __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& selMask, const LocalTensor<T>& src0,
                               const LocalTensor<T>& src1, SELMODE selMode, uint32_t count,
                               forge_emu::Loc loc = forge_emu::Loc::current()) {
   (void)selMode;
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Select", loc);
-  detail::vcheck(src0, 0, (uint64_t)count * sizeof(T), "Select", loc);
-  detail::vcheck(src1, 0, (uint64_t)count * sizeof(T), "Select", loc);
-  detail::vcheck(selMask, 0, ((uint64_t)count + 7) / 8, "Select", loc);
+  forge_emu::Instr I = detail::vissue("Select", loc);
+  detail::vcheck(src0, 0, (uint64_t)count * sizeof(T), "Select", loc, &I, false);
+  detail::vcheck(src1, 0, (uint64_t)count * sizeof(T), "Select", loc, &I, false);
+  detail::vcheck(selMask, 0, ((uint64_t)count + 7) / 8, "Select", loc, &I, false);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Select", loc, &I, true);
   const uint8_t* m = reinterpret_cast<const uint8_t*>(selMask.raw());
   std::vector<T> out(count);
   for (uint32_t i = 0; i < count; ++i) out[i] = ((m[i / 8] >> (i % 8)) & 1) ? src0.raw()[i] : src1.raw()[i];
@@ -559,9 +580,10 @@ __aicore__ inline void Select(const LocalTensor<T>& dst, const LocalTensor<U>& s
                               std::type_identity_t<T> scalar, SELMODE selMode, uint32_t count,
                               forge_emu::Loc loc = forge_emu::Loc::current()) {
   (void)selMode;
-  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Select", loc);
-  detail::vcheck(src0, 0, (uint64_t)count * sizeof(T), "Select", loc);
-  detail::vcheck(selMask, 0, ((uint64_t)count + 7) / 8, "Select", loc);
+  forge_emu::Instr I = detail::vissue("Select", loc);
+  detail::vcheck(src0, 0, (uint64_t)count * sizeof(T), "Select", loc, &I, false);
+  detail::vcheck(selMask, 0, ((uint64_t)count + 7) / 8, "Select", loc, &I, false);
+  detail::vcheck(dst, 0, (uint64_t)count * sizeof(T), "Select", loc, &I, true);
   const uint8_t* m = reinterpret_cast<const uint8_t*>(selMask.raw());
   std::vector<T> out(count);
   for (uint32_t i = 0; i < count; ++i) out[i] = ((m[i / 8] >> (i % 8)) & 1) ? src0.raw()[i] : scalar;

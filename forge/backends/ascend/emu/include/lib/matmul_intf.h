@@ -105,6 +105,7 @@ class Matmul {
   __aicore__ inline void IterateAll(const GlobalTensor<TC>& gm, uint8_t enAtomic = 0, bool enSequentialWrite = false,
                                     bool waitIterateAll = false, bool fakeMsg = false, forge_emu::Loc loc = forge_emu::Loc::current()) {
     (void)waitIterateAll; (void)fakeMsg;
+    forge_emu::full_barrier();  // the library orders its own pipes (hazard.h)
     compute(loc);
     int ld = enSequentialWrite ? sN_ : N_;
     for (int i = 0; i < sM_; ++i)
@@ -112,9 +113,11 @@ class Matmul {
   }
   template <bool sync = true>
   __aicore__ inline void IterateAll(const LocalTensor<TC>& ub, uint8_t enAtomic = 0, forge_emu::Loc loc = forge_emu::Loc::current()) {
+    forge_emu::full_barrier();
     compute(loc);
     ub.check_range(0, (uint64_t)sM_ * sN_ * sizeof(TC), "Matmul::IterateAll(local)", loc);
     for (int i = 0; i < sM_ * sN_; ++i) ub.raw()[i] = TC(enAtomic ? (float)ub.raw()[i] + acc_[i] : acc_[i]);
+    forge_emu::full_barrier();
   }
   __aicore__ inline void WaitIterateAll() {}
 
@@ -122,6 +125,7 @@ class Matmul {
   template <bool sync = true>
   __aicore__ inline bool Iterate(bool enPartialSum = false, forge_emu::Loc loc = forge_emu::Loc::current()) {
     (void)enPartialSum;
+    forge_emu::full_barrier();
     if (!iterating_) { compute(loc); iterating_ = true; blk_ = -1; }
     int bm = t_.baseM > 0 ? t_.baseM : sM_, bn = t_.baseN > 0 ? t_.baseN : sN_;
     int mb = (sM_ + bm - 1) / bm, nb = (sN_ + bn - 1) / bn;
@@ -153,6 +157,7 @@ class Matmul {
         float v = acc_[(size_t)(m0 + i) * sN_ + n0 + j];
         *p = TC(enAtomic ? (float)*p + v : v);
       }
+    forge_emu::full_barrier();
   }
   __aicore__ inline void End() { iterating_ = false; }
 
