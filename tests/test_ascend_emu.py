@@ -133,11 +133,30 @@ def test_cross_core_producer_consumer(build):
     x = rng.standard_normal((cores, steps, 16, 32)).astype(np.float16)
     w = rng.standard_normal((32, 32)).astype(np.float16)
     res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
-                     args=["x", "w", "y", "workspace", steps, -1], workspace_bytes=cores * 2 * 16 * 32 * 4,
+                     args=["x", "w", "y", "workspace", steps, -1, 0], workspace_bytes=cores * 2 * 16 * 32 * 4,
                      block_dim=cores)
     assert res.ok, res.error_detail
     ref = 2 * (x.astype(np.float64) @ w.astype(np.float64))
     np.testing.assert_allclose(res.outputs["y"], ref, rtol=1e-4, atol=1e-4)
+
+
+@pytest.mark.parametrize("race", [1, 2])
+def test_a_race_on_the_gm_ring_between_cores_names_both_cores(build, race):
+    """race 1: READY set before the AIC writes the slot; race 2: a slot reused without waiting for
+    FREE. Either way an AIV reads a slot the AIC wrote with no flag after that write."""
+    r = build("crosscore.cpp")
+    cores, steps = 1, 5
+    x = np.ones((cores, steps, 16, 32), np.float16)
+    w = np.ones((32, 32), np.float16)
+    res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
+                     args=["x", "w", "y", "workspace", steps, -1, race], workspace_bytes=cores * 2 * 16 * 32 * 4,
+                     block_dim=cores)
+    d = res.error_detail
+    assert res.error_kind == "missing_sync", res.stderr
+    assert (d["hazard"], d["memory"], d["position"]) == ("read after write", "GM", "workspace"), d
+    assert d["where"] == f"crosscore.cpp:{marker_line('crosscore.cpp', 'race_read')}" and d["core"] == "AIV"
+    assert d["earlier_where"] == f"crosscore.cpp:{marker_line('crosscore.cpp', 'race_write')}"
+    assert (d["earlier_core"], d["earlier_pipe"]) == ("AIC", "FIX") and "CrossCoreSetFlag<mode, PIPE_FIX>" in d["needs"]
 
 
 # ---------------------------------------------------------------------------------------------
@@ -208,8 +227,7 @@ def test_the_sync_each_race_asks_for_makes_it_run(build, emu_cache):
     """The fix each report names is enough: the same kernels with that sync added run clean."""
     src = (KERNELS / "bugs.cpp").read_text()
     fixes = {
-        "  if (which == 10) DataCopy(yGm, o, N);":
-            "  if (which == 10) { SetFlag<HardEvent::V_MTE3>(1); WaitFlag<HardEvent::V_MTE3>(1); DataCopy(yGm, o, N); }",
+        "  } else if (which != 10) {": "  } else {",
         "  if (which == 11) { half v = o.GetValue(0); (void)v; }":
             "  if (which == 11) { SetFlag<HardEvent::V_S>(1); WaitFlag<HardEvent::V_S>(1); half v = o.GetValue(0); (void)v; }",
         "  if (which == 12) Muls(o, o, half(2.0f), N);":
@@ -256,7 +274,7 @@ def test_missing_cross_core_set_is_a_deadlock_naming_the_flag(build):
     x = np.zeros((cores, steps, 16, 32), np.float16)
     w = np.zeros((32, 32), np.float16)
     res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
-                     args=["x", "w", "y", "workspace", steps, 1], workspace_bytes=cores * 2 * 16 * 32 * 4,
+                     args=["x", "w", "y", "workspace", steps, 1, 0], workspace_bytes=cores * 2 * 16 * 32 * 4,
                      block_dim=cores, timeout=30)
     assert res.error_kind == "deadlock", res.stderr
     waits = res.error_detail["waiting"]
@@ -350,3 +368,17 @@ def test_the_emulator_holds_kernels_to_the_targets_own_limits(name):
     if "cross_core_flag_ids" in hw.target.details:
         assert lim["cross_flag_ids"] == hw.cross_core_flag_ids
         assert lim["cross_flag_max_pending"] == hw.cross_core_pending_max
+
+
+def test_one_targets_limits_do_not_leak_into_the_defaults_or_the_next_target():
+    """emu_limits overlaid a target on the cached defaults in place: every later call without a
+    target (the hand-written kernels here) got the last target's UB less its reserve, and a target
+    missing a key inherited the previous target's value."""
+    from forge.backends.ascend.emu.runner import emu_limits
+    from forge.targets import get_target
+
+    before = emu_limits()
+    for name in ["ascend950pr", "ascend910", "ascend910b2"]:
+        emu_limits(get_target(name))
+    assert emu_limits() == before and before["ub_bytes"] == 192 * 1024
+    assert emu_limits(get_target("ascend910b2")) == emu_limits(get_target("ascend910b2"))

@@ -197,6 +197,35 @@ def test_the_emulator_catches_a_broken_queue_protocol(tmp_path, break_, old, new
         assert ("HardEvent::V_S" if "V_S" in break_ else "PipeBarrier<PIPE_V>") in chk.reason, chk.reason
 
 
+@pytest.mark.parametrize("flag,pipe,wrong,reader_core,writer_core", [
+    ("QK", "FIX", "M", "AIV", "AIC"),     # S read by the AIVs before the AIC's Fixpipe has written it
+    ("P", "MTE3", "V", "AIC", "AIV"),     # P read by the AIC before the AIV's copy-out has written it
+])
+def test_the_emulator_catches_a_cross_core_flag_set_after_the_wrong_pipe(tmp_path, flag, pipe, wrong, reader_core, writer_core):
+    """A hand edit that sets an attention kernel's cross-core flag after another pipe than the one
+    that writes the GM workspace: the other core reads the workspace while it may still be written,
+    and the emulator names both cores, the pipe and the flag the write needs."""
+    from forge.backends.ascend import emulate
+
+    be = get_backend("ascend910b2", measure="model")
+    p = get_op("attention").problem({"B": 1, "Hq": 2, "Hkv": 2, "Sq": 128, "Skv": 128, "D": 64}, "float16", {"causal": False})
+    cfg = next(iter(be.space(p).enumerate().configs()))
+    plan = be.plan(p)
+    small, emu = plan.emulation_plan(cfg), plan.emulation_config(cfg)
+    text = small.render(emu).text
+    old = f"CrossCoreSetFlag<2, PIPE_{pipe}>(FLAG_{flag});"
+    assert old in text
+    built = emulate.build({"kernel.cpp": text.replace(old, f"CrossCoreSetFlag<2, PIPE_{wrong}>(FLAG_{flag});")},
+                          "kernel.cpp", tmp_path, be.target)
+    chk = emulate.run(built, small.p, int(small.pipeline(emu).block_dim), small.workspace_bytes(emu), 3, 120)
+    assert chk.status == "runtime_error" and "missing_sync" in chk.reason, chk.reason
+    assert f"CrossCoreSetFlag<mode, PIPE_{pipe}>" in chk.reason and f"{writer_core} block" in chk.reason, chk.reason
+    assert f"'core': '{reader_core}'" in chk.reason and "'memory': 'GM'" in chk.reason, chk.reason
+    good = emulate.run(emulate.build({"kernel.cpp": text}, "kernel.cpp", tmp_path, be.target), small.p,
+                       int(small.pipeline(emu).block_dim), small.workspace_bytes(emu), 3, 120)
+    assert good.status == "ok", good.reason
+
+
 def test_attention_is_checked_with_row_blocks_spanning_as_many_heads_as_on_the_device(tmp_path):
     """MQA with short queries: a row block of s1 rows spans s1 / Sq heads of the group (four here);
     the emulated problem keeps enough heads per group for that, and the variant passes there."""

@@ -37,7 +37,6 @@ extern "C" __global__ __aicore__ void planted(GM_ADDR x, GM_ADDR y, uint32_t whi
   LocalTensor<half> o = outQ.AllocTensor<half>();
   Adds(o, a, half(1.0f), N);
   inQ.FreeTensor(a);
-  if (which == 10) DataCopy(yGm, o, N);              // BUG:missing_v_mte3
   if (which == 11) { half v = o.GetValue(0); (void)v; }  // BUG:missing_v_s
   if (which == 12) Muls(o, o, half(2.0f), N);        // BUG:missing_barrier
   if (which >= 13) {
@@ -60,10 +59,10 @@ extern "C" __global__ __aicore__ void planted(GM_ADDR x, GM_ADDR y, uint32_t whi
   }
   if (which == 4) {
     WaitFlag<HardEvent::V_MTE3>(3);                  // BUG:deadlock (no SetFlag<V_MTE3>(3) before it)
-  } else {
+  } else if (which != 10) {
     SetFlag<HardEvent::V_MTE3>(3);
     WaitFlag<HardEvent::V_MTE3>(3);
   }
-  DataCopy(yGm, o, N);
+  DataCopy(yGm, o, N);                               // BUG:missing_v_mte3
   outQ.FreeTensor(o);
 }

@@ -2,7 +2,9 @@
 // per step the AIC computes S = X_step @ W into a 2-slot GM workspace ring and signals READY
 // (CrossCoreSetFlag<2, PIPE_FIX>); each AIV waits, scales its half of the rows by 2 and writes them
 // out, then signals FREE (CrossCoreSetFlag<2, PIPE_MTE3>) so the AIC may reuse the slot.
-// `skip_step` >= 0 plants a bug: the AIC forgets the READY set of that step.
+// `skip_step` >= 0 plants a bug: the AIC forgets the READY set of that step. `race` plants a race
+// on the ring: 1 the AIC sets READY before it writes the step's product, 2 it reuses a slot
+// without waiting for FREE.
 #include "kernel_operator.h"
 #include "lib/matmul_intf.h"
 using namespace AscendC;
@@ -12,7 +14,7 @@ constexpr uint16_t FREE = 4;
 constexpr int RING = 2;
 constexpr int ROWS = 16, KD = 32, COLS = 32;   // one step: [16, 32] @ [32, 32]
 
-extern "C" __global__ __aicore__ void cv_pipeline(GM_ADDR x, GM_ADDR w, GM_ADDR y, GM_ADDR ws, uint32_t steps, int32_t skip_step) {
+extern "C" __global__ __aicore__ void cv_pipeline(GM_ADDR x, GM_ADDR w, GM_ADDR y, GM_ADDR ws, uint32_t steps, int32_t skip_step, int32_t race) {
   KERNEL_TASK_TYPE_DEFAULT(KERNEL_TYPE_MIX_AIC_1_2);
   int core = GetBlockIdx() / (ASCEND_IS_AIV ? 2 : 1);          // the physical AI core
   __gm__ float* ring = (__gm__ float*)ws + (uint64_t)core * RING * ROWS * COLS;
@@ -28,11 +30,12 @@ extern "C" __global__ __aicore__ void cv_pipeline(GM_ADDR x, GM_ADDR w, GM_ADDR 
     GlobalTensor<float> sGm;
     wGm.SetGlobalBuffer((__gm__ half*)w);
     for (uint32_t s = 0; s < steps; ++s) {
-      if (s >= RING) CrossCoreWaitFlag(FREE);                       // both AIVs released slot s % RING
+      if (s >= RING && race != 2) CrossCoreWaitFlag(FREE);         // both AIVs released slot s % RING
       xGm.SetGlobalBuffer((__gm__ half*)x + ((uint64_t)core * steps + s) * ROWS * KD);
       sGm.SetGlobalBuffer(ring + (s % RING) * ROWS * COLS);
-      mm.SetTensorA(xGm); mm.SetTensorB(wGm); mm.IterateAll(sGm); mm.End();
-      if ((int32_t)s != skip_step) CrossCoreSetFlag<2, PIPE_FIX>(READY);
+      if (race == 1) CrossCoreSetFlag<2, PIPE_FIX>(READY);
+      mm.SetTensorA(xGm); mm.SetTensorB(wGm); mm.IterateAll(sGm); mm.End();   // BUG:race_write
+      if ((int32_t)s != skip_step && race != 1) CrossCoreSetFlag<2, PIPE_FIX>(READY);
     }
   }
   if ASCEND_IS_AIV {
@@ -48,7 +51,7 @@ extern "C" __global__ __aicore__ void cv_pipeline(GM_ADDR x, GM_ADDR w, GM_ADDR 
       sGm.SetGlobalBuffer(ring + (s % RING) * ROWS * COLS + sub * HALF_ROWS * COLS);
       yGm.SetGlobalBuffer((__gm__ float*)y + (((uint64_t)core * steps + s) * ROWS + sub * HALF_ROWS) * COLS);
       LocalTensor<float> a = inQ.AllocTensor<float>();
-      DataCopy(a, sGm, HALF_ROWS * COLS);
+      DataCopy(a, sGm, HALF_ROWS * COLS);                           // BUG:race_read
       inQ.EnQue(a);
       a = inQ.DeQue<float>();
       LocalTensor<float> b = outQ.AllocTensor<float>();

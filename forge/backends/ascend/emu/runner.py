@@ -93,7 +93,7 @@ FROM_TARGET = {
 def emu_limits(target: Any = None) -> dict[str, int]:
     """Emulator limits: defaults.yaml (910B2) overlaid with what the target's `details` give
     (FROM_TARGET says where). `target` is a `forge.targets.Target`, a details mapping, or None."""
-    lim = _defaults()
+    lim = dict(_defaults())   # a copy: the cached defaults must not take one target's values into the next
     details: Mapping[str, Any] = {}
     if target is not None:
         details = target if isinstance(target, Mapping) else getattr(target, "details", {}) or {}

@@ -90,6 +90,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
   forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE2, "DataCopy(GM->local)", loc);
   dst.check_range(0, bytes, "DataCopy(GM->local)", loc, &I, true);
   forge_emu::check_gm(src.GetPhyAddr(), bytes, "DataCopy(GM->local)", loc);
+  forge_emu::touch_gm(I, "DataCopy(GM->local)", src.GetPhyAddr(), bytes, false, loc);
   std::memcpy(dst.raw(), src.GetPhyAddr(), bytes);
 }
 // ---- UB -> GM, contiguous ---------------------------------------------------------------------
@@ -103,6 +104,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
   forge_emu::Instr I = forge_emu::issue(forge_emu::P_MTE3, "DataCopy(local->GM)", loc);
   src.check_range(0, bytes, "DataCopy(local->GM)", loc, &I, false);
   forge_emu::check_gm(dst.GetPhyAddr(), bytes, "DataCopy(local->GM)", loc);
+  forge_emu::touch_gm(I, "DataCopy(local->GM)", dst.GetPhyAddr(), bytes, true, loc);
   std::memcpy(dst.GetPhyAddr(), src.raw(), bytes);
 }
 // ---- local -> local (UB->UB on the AIV, L1->L1 on the AIC) ------------------------------------
@@ -135,6 +137,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     uint64_t so = b * (blk + (uint64_t)p.srcStride * 32), d = b * (blk + (uint64_t)p.dstStride * 32);
     dst.check_range(d, blk, op, loc, &I, true);
     forge_emu::check_gm(g + so, blk, op, loc);
+    forge_emu::touch_gm(I, op, g + so, blk, false, loc);
     std::memcpy(reinterpret_cast<uint8_t*>(dst.raw()) + d, g + so, blk);
   }
 }
@@ -153,6 +156,7 @@ __aicore__ inline void DataCopy(const GlobalTensor<T>& dst, const LocalTensor<T>
     uint64_t so = b * (blk + (uint64_t)p.srcStride * 32), d = b * (blk + (uint64_t)p.dstStride * 32);
     src.check_range(so, blk, op, loc, &I, false);
     forge_emu::check_gm(g + d, blk, op, loc);
+    forge_emu::touch_gm(I, op, g + d, blk, true, loc);
     std::memcpy(g + d, reinterpret_cast<const uint8_t*>(src.raw()) + so, blk);
   }
 }
@@ -201,6 +205,7 @@ inline void pad_gm_to_local(const LocalTensor<T>& dst, const GlobalTensor<T>& sr
     dst.check_range(d, row, op, loc);
     dst.check_range(d + (isPad ? 0 : left * sizeof(T)), written, op, loc, &I, true);
     check_gm(g + so, blockLen, op, loc);
+    touch_gm(I, op, g + so, blockLen, false, loc);
     T* rowp = reinterpret_cast<T*>(u + d);
     if (isPad) for (uint32_t i = 0; i < left; ++i) rowp[i] = padVal;
     std::memcpy(u + d + left * sizeof(T), g + so, blockLen);
@@ -228,6 +233,7 @@ inline void pad_local_to_gm(const GlobalTensor<T>& dst, const LocalTensor<T>& sr
     uint64_t so = b * (row + srcStrideBlocks * 32), d = b * ((uint64_t)blockLen + dstStrideBytes);
     src.check_range(so, blockLen, op, loc, &I, false);
     check_gm(g + d, blockLen, op, loc);
+    touch_gm(I, op, g + d, blockLen, true, loc);
     std::memcpy(g + d, u + so, blockLen);
   }
 }

@@ -93,6 +93,7 @@ __aicore__ inline void DataCopy(const LocalTensor<T>& dst, const GlobalTensor<T>
     for (uint32_t r = 0; r < p.nValue; ++r) {
       const T* row = src.GetPhyAddr() + (uint64_t)m * p.srcNdMatrixStride + (uint64_t)r * p.srcDValue;
       forge_emu::check_gm(row, (uint64_t)p.dValue * sizeof(T), op, loc);
+      forge_emu::touch_gm(I, op, row, (uint64_t)p.dValue * sizeof(T), false, loc);
       for (uint32_t g = 0; g < groups; ++g) {
         uint64_t at = (uint64_t)m * p.dstNzMatrixStride + ((uint64_t)g * p.dstNzC0Stride + (uint64_t)r * p.dstNzNStride) * c0;
         dst.check_range(at * sizeof(T), 32, op, loc, &I, true);
@@ -188,6 +189,7 @@ __aicore__ inline void Fixpipe(const GlobalTensor<DstT>& dst, const LocalTensor<
                                                           : (uint64_t)(j / 16) * p.dstStride * 16 + (uint64_t)i * 16 + j % 16;
       DstT* d = dst.GetPhyAddr() + at;
       check_gm(d, sizeof(DstT), op, loc);
+      touch_gm(I, op, d, sizeof(DstT), true, loc);
       *d = DstT(v);
     }
 }

@@ -22,8 +22,15 @@
 // PipeBarrier<PIPE_V> (§2.8), and MTE2 or MTE3 transfers with overlapping destinations need
 // PipeBarrier on that pipe (§2.4.5). Scalar reads complete when issued, so no pipe waits for them;
 // scalar writes must be flagged to the pipe that reads them (S_V, S_MTE3; §2.8 "Automatic
-// synchronisation"). GM is not tracked: the order of GM accesses between cores is the cross-core
-// flags', which the emulator's scheduler already follows.
+// synchronisation").
+// GM is shared by every core, so the clocks run over every (core, pipe) of the launch: a
+// CrossCoreSetFlag<mode, pipe> carries what `pipe` of the setting core knew and had issued, and
+// the CrossCoreWaitFlag that consumes it (issued on PIPE_S, so it holds back every later
+// instruction of the waiting core) hands that to every pipe there (§2.9); SyncAll joins every
+// core's. A GM byte remembers its last writer and up to three readers since; a core that reads
+// another core's GM write, or overwrites what another core reads or wrote, without a flag chain
+// between them races (a workspace slot reused before its reader is done, a flag set after the
+// wrong pipe).
 #pragma once
 #include <algorithm>
 #include "runtime.h"
@@ -60,9 +67,22 @@ struct Instr {
 };
 constexpr uint32_t SEQ_MASK = (1u << 28) - 1;
 
+inline int nodes() { return (int)launch().cores.size() * P_COUNT; }
+inline Hazards& hz(Core& c) {
+  Hazards& h = c.hz;
+  if (h.self < 0) {
+    h.self = c.id;
+    for (int p = 0; p < P_COUNT; ++p) h.know[p].assign(nodes(), 0);
+    h.token.assign((size_t)AscendC::HardEvent::MAX * MAX_EVENTS, Clock());
+  }
+  return h;
+}
+inline Hazards& hz() { return hz(cur()); }
+inline int node(const Hazards& h, int pipe) { return h.self * P_COUNT + pipe; }
+
 inline Instr issue(int pipe, const char* op, const Loc& loc) {
   if (pipe == P_NONE) return {};
-  Hazards& h = cur().hz;
+  Hazards& h = hz();
   if (h.issued[pipe] >= SEQ_MASK)
     Diag("bad_api").kv("op", op).msg("more than 2^28 instructions on one pipe: too long a run for the emulator's order check").at(loc).fail(EXIT_BAD_API);
   h.op[pipe].push_back(op);
@@ -71,52 +91,70 @@ inline Instr issue(int pipe, const char* op, const Loc& loc) {
 }
 
 // ---- sync: what each pipe learns ------------------------------------------------------------
-inline PipeClock snapshot(const Hazards& h, int src) {  // src < 0: everything issued so far
-  if (src < 0) { PipeClock t; for (int q = 0; q < P_COUNT; ++q) t[q] = h.issued[q]; return t; }
-  PipeClock t = h.know[src];
-  t[src] = h.issued[src];
+// What pipe `src` knows, its own instructions so far included (a flag fires once they are done);
+// src < 0: what every pipe of this core knows and everything it has issued.
+inline Clock snapshot(Hazards& h, int src) {
+  Clock t(nodes(), 0);
+  for (int p = 0; p < P_COUNT; ++p) {
+    if (src >= 0 && p != src) continue;
+    for (size_t n = 0; n < t.size(); ++n) t[n] = std::max(t[n], h.know[p][n]);
+    t[node(h, p)] = h.issued[p];
+  }
   return t;
 }
-inline void learn(Hazards& h, int dst, const PipeClock& t) {  // dst < 0: every pipe
+inline void learn(Hazards& h, int dst, const Clock& t) {  // dst < 0: every pipe
+  if (t.empty()) return;
   for (int p = 0; p < P_COUNT; ++p)
     if (dst < 0 || p == dst)
-      for (int q = 0; q < P_COUNT; ++q) h.know[p][q] = std::max(h.know[p][q], t[q]);
+      for (size_t n = 0; n < t.size(); ++n) h.know[p][n] = std::max(h.know[p][n], t[n]);
 }
 inline void barrier(Hazards& h, int pipe) {  // P_NONE: PIPE_ALL
   if (pipe == P_NONE) learn(h, -1, snapshot(h, -1));
-  else h.know[pipe][pipe] = h.issued[pipe];
+  else h.know[pipe][node(h, pipe)] = h.issued[pipe];
 }
-inline void full_barrier() { barrier(cur().hz, P_NONE); }
+inline void full_barrier() { barrier(hz(), P_NONE); }
 
 // ---- accesses -------------------------------------------------------------------------------
-// A read-after-write / write-after-write / write-after-read between instruction `I` and an earlier
-// access (pipe q, instruction s): ordered when I's pipe knows it complete. Same-pipe pairs are
-// ordered by issue except the ones ascend.md names (see the header comment).
+// A read-after-write / write-after-write / write-after-read between instruction `I` of this core
+// and an earlier access (node q, instruction s): ordered when I's pipe knows it complete.
+// Same-pipe pairs are ordered by issue except the ones ascend.md names (see the header comment).
 inline bool ordered(const Hazards& h, const Instr& I, int q, uint32_t s, char kind) {
-  int p = I.pipe;
-  if (q == p) {
+  const int p = I.pipe;
+  if (q == node(h, p)) {
     if (s == I.seq) return true;
-    if (p == P_V && kind == 'R') return h.know[p][p] >= s;
-    if ((p == P_MTE2 || p == P_MTE3) && kind == 'W') return h.know[p][p] >= s;
+    if (p == P_V && kind == 'R') return h.know[p][q] >= s;
+    if ((p == P_MTE2 || p == P_MTE3) && kind == 'W') return h.know[p][q] >= s;
     return true;
   }
   return h.know[p][q] >= s;
 }
 
-[[noreturn]] inline void report_race(const Instr& I, const char* op, int q, uint32_t s, const char* hazard, int mem,
-                                     AscendC::TPosition pos, uint64_t offset, const Loc& loc) {
-  const Hazards& h = cur().hz;
-  std::string needs = q == I.pipe ? std::string("PipeBarrier<PIPE_") + pipe_name(q) + ">()"
-                                  : std::string("SetFlag/WaitFlag<HardEvent::") + pipe_name(q) + "_" + pipe_name(I.pipe) + ">";
-  const std::string hz = hazard;
-  const char* what = hz == "read after write" ? "reads what" : "overwrites what";
-  const char* earlier = hz == "write after read" ? "may still be reading" : "wrote";
-  std::string prev_op = h.op[q][s - 1], prev_at = where(h.at[q][s - 1]);
-  Diag("missing_sync").kv("op", op).kv("pipe", pipe_name(I.pipe)).kv("hazard", hazard)
-      .kv("memory", mem_name(mem)).kv("position", position_name(pos)).kv("offset", (long long)offset)
-      .kv("earlier_op", prev_op).kv("earlier_pipe", pipe_name(q)).kv("earlier_where", prev_at).kv("needs", needs)
-      .msg(std::string(op) + " (" + pipe_name(I.pipe) + ") " + what + " " + prev_op + " (" + pipe_name(q) + ", " + prev_at +
-           ") " + earlier + " with nothing ordering the two; the hardware races here. Needs " + needs + " between them")
+[[noreturn]] inline void report_race(const Instr& I, const char* op, int q, uint32_t s, const char* hazard,
+                                     const std::string& memory, const std::string& position, uint64_t offset,
+                                     const Loc& loc) {
+  const Hazards& h = hz();
+  const int qcore = q / P_COUNT, qpipe = q % P_COUNT;
+  const Hazards& qh = launch().cores[qcore]->hz;
+  const bool remote = qcore != h.self;
+  std::string needs;
+  if (remote) needs = "CrossCoreSetFlag<mode, PIPE_" + std::string(pipe_name(qpipe)) + "> on that core after it, waited for here";
+  else if (qpipe == I.pipe) needs = std::string("PipeBarrier<PIPE_") + pipe_name(qpipe) + ">()";
+  else needs = std::string("SetFlag/WaitFlag<HardEvent::") + pipe_name(qpipe) + "_" + pipe_name(I.pipe) + ">";
+  const std::string hz_kind = hazard;
+  const char* what = hz_kind == "read after write" ? "reads what" : "overwrites what";
+  const char* earlier = hz_kind == "write after read" ? "may still be reading" : "wrote";
+  const Core& qc = *launch().cores[qcore];
+  std::string who = remote ? std::string(", ") + qc.type_name() + " block " + std::to_string(qc.block_idx) : "";
+  std::string prev_op = qh.op[qpipe][s - 1], prev_at = where(qh.at[qpipe][s - 1]);
+  Diag d("missing_sync");
+  d.kv("op", op).kv("pipe", pipe_name(I.pipe)).kv("hazard", hazard).kv("memory", memory);
+  if (!position.empty()) d.kv("position", position);
+  d.kv("offset", (long long)offset).kv("earlier_op", prev_op).kv("earlier_pipe", pipe_name(qpipe)).kv("earlier_where", prev_at);
+  if (remote) d.kv("earlier_block", qc.block_idx).kv("earlier_core", qc.type_name());
+  d.kv("needs", needs)
+      .msg(std::string(op) + " (" + pipe_name(I.pipe) + ") " + what + " " + prev_op + " (" + pipe_name(qpipe) + who + ", " + prev_at +
+           ") " + earlier + " with nothing ordering the two; the hardware races here. Needs " + needs +
+           (remote ? "" : " between them"))
       .at(loc).fail(EXIT_MISSING_SYNC);
 }
 
@@ -128,30 +166,71 @@ inline HazardCell* cells_of(Hazards& h, int mem) {
   return h.cells[mem];
 }
 
-// Records bytes [off, off + n) of `mem` (offsets from the memory's base) as read or written by `I`
-// after checking each against the accesses before it. `buf_start` only names the offset in reports.
+// Records bytes [off, off + n) of local memory `mem` (offsets from the memory's base) as read or
+// written by `I` after checking each against the accesses before it. `buf_start` only names the
+// offset in reports.
 __attribute__((optimize("O2"))) inline void touch(const Instr& I, const char* op, int mem, AscendC::TPosition pos,
                                                   uint32_t buf_start, uint64_t off, uint64_t n, bool write, const Loc& loc) {
   if (I.pipe == P_NONE || n == 0) return;
-  Hazards& h = cur().hz;
+  Hazards& h = hz();
   HazardCell* cells = cells_of(h, mem);
-  const int p = I.pipe;
+  const int p = I.pipe, base = h.self * P_COUNT;
   for (uint64_t b = off; b < off + n; ++b) {
     HazardCell& c = cells[b];
-    const int q = (int)(c.w >> 28);
+    const int q = base + (int)(c.w >> 28);
     const uint32_t s = c.w & SEQ_MASK;
     if (write) {
       // the readers since the last write first: the sync they need also orders that write.
       // Scalar reads complete when issued, so no later instruction can overtake them.
       for (int r = P_V; r < P_COUNT; ++r)
-        if (c.r[r] && r != p && !ordered(h, I, r, c.r[r], 'A'))
-          report_race(I, op, r, c.r[r], "write after read", mem, pos, b - buf_start, loc);
-      if (c.w && !ordered(h, I, q, s, 'W')) report_race(I, op, q, s, "write after write", mem, pos, b - buf_start, loc);
+        if (c.r[r] && r != p && !ordered(h, I, base + r, c.r[r], 'A'))
+          report_race(I, op, base + r, c.r[r], "write after read", mem_name(mem), position_name(pos), b - buf_start, loc);
+      if (c.w && !ordered(h, I, q, s, 'W'))
+        report_race(I, op, q, s, "write after write", mem_name(mem), position_name(pos), b - buf_start, loc);
       c = HazardCell{};
       c.w = ((uint32_t)p << 28) | I.seq;
     } else {
-      if (c.w && !ordered(h, I, q, s, 'R')) report_race(I, op, q, s, "read after write", mem, pos, b - buf_start, loc);
+      if (c.w && !ordered(h, I, q, s, 'R'))
+        report_race(I, op, q, s, "read after write", mem_name(mem), position_name(pos), b - buf_start, loc);
       c.r[p] = I.seq;
+    }
+  }
+}
+
+// The same for GM bytes [p, p + n), which every core shares: the order between cores is what
+// CrossCoreSetFlag/CrossCoreWaitFlag and SyncAll carry (sync.h). Bytes outside every kernel
+// argument are not tracked (check_gm reports them).
+__attribute__((optimize("O2"))) inline void touch_gm(const Instr& I, const char* op, const void* ptr, uint64_t n, bool write,
+                                                     const Loc& loc) {
+  if (I.pipe == P_NONE || n == 0) return;
+  Launch& L = launch();
+  const uint8_t* a = static_cast<const uint8_t*>(ptr);
+  size_t ri = 0;
+  while (ri < L.gm.size() && !(a >= L.gm[ri].base && a + n <= L.gm[ri].base + L.gm[ri].bytes)) ++ri;
+  if (ri == L.gm.size()) return;
+  if (L.gm_cells.size() < L.gm.size()) L.gm_cells.resize(L.gm.size(), nullptr);
+  if (!L.gm_cells[ri]) L.gm_cells[ri] = static_cast<GmCell*>(std::calloc(L.gm[ri].bytes ? L.gm[ri].bytes : 1, sizeof(GmCell)));
+  Hazards& h = hz();
+  const uint32_t me = (uint32_t)node(h, I.pipe) + 1;
+  const uint64_t off = (uint64_t)(a - L.gm[ri].base);
+  for (uint64_t b = off; b < off + n; ++b) {
+    GmCell& c = L.gm_cells[ri][b];
+    if (write) {
+      for (int k = 0; k < 3; ++k)
+        if (c.rnode[k] && c.rnode[k] != me && (int)c.rnode[k] - 1 != node(h, P_S) &&
+            !ordered(h, I, (int)c.rnode[k] - 1, c.rseq[k], 'A'))
+          report_race(I, op, (int)c.rnode[k] - 1, c.rseq[k], "write after read", "GM", L.gm[ri].name, b, loc);
+      if (c.wnode && !ordered(h, I, (int)c.wnode - 1, c.wseq, 'W'))
+        report_race(I, op, (int)c.wnode - 1, c.wseq, "write after write", "GM", L.gm[ri].name, b, loc);
+      c = GmCell{};
+      c.wnode = me; c.wseq = I.seq;
+    } else {
+      if (c.wnode && !ordered(h, I, (int)c.wnode - 1, c.wseq, 'R'))
+        report_race(I, op, (int)c.wnode - 1, c.wseq, "read after write", "GM", L.gm[ri].name, b, loc);
+      int k = 0;   // this node's slot, else a free one, else the oldest reader's
+      while (k < 3 && c.rnode[k] && c.rnode[k] != me) ++k;
+      if (k == 3) { k = 0; for (int j = 1; j < 3; ++j) if (c.rseq[j] < c.rseq[k]) k = j; }
+      c.rnode[k] = me; c.rseq[k] = I.seq;
     }
   }
 }

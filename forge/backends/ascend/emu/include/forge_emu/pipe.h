@@ -28,7 +28,7 @@ struct QueState {
   // the pipe that fills the queue's buffers and the one that drains them (hazard.h); P_NONE: the
   // queue is taken to order every pipe
   int producer = forge_emu::P_NONE, consumer = forge_emu::P_NONE;
-  std::vector<forge_emu::PipeClock> enq_token, free_token;   // per slot, taken at EnQue / FreeTensor
+  std::vector<forge_emu::Clock> enq_token, free_token;   // per slot, taken at EnQue / FreeTensor
   bool inited() const { return !offs.empty(); }
 };
 
@@ -94,8 +94,8 @@ class TPipe {
     q.state.assign(num, detail::QueState::FREE);
     q.gen.assign(num, 0);
     std::tie(q.producer, q.consumer) = detail::queue_pipes(Q::kPosition, Q::kDst);
-    q.enq_token.assign(num, forge_emu::PipeClock{});
-    q.free_token.assign(num, forge_emu::PipeClock{});
+    q.enq_token.assign(num, forge_emu::Clock{});
+    q.free_token.assign(num, forge_emu::Clock{});
     reserve(m, Q::kPosition, num, one, loc);
     return true;
   }
@@ -177,7 +177,7 @@ class TQueBind {
     for (size_t i = 0; i < state_.state.size(); ++i) {
       if (state_.state[i] == detail::QueState::FREE) {
         state_.state[i] = detail::QueState::ALLOCATED;
-        forge_emu::learn(cur().hz, state_.producer, state_.free_token[i]);  // the consumer is done with it
+        forge_emu::learn(forge_emu::hz(), state_.producer, state_.free_token[i]);  // the consumer is done with it
         return make<T>((int)i);
       }
     }
@@ -198,7 +198,7 @@ class TQueBind {
           .msg("EnQue beyond the queue depth (consecutive EnQue without DeQue, ascend.md §2.3)").at(loc).fail(EXIT_QUEUE_OVERFLOW);
     state_.state[s] = detail::QueState::ENQUEUED;
     state_.fifo.push_back(s);
-    state_.enq_token[s] = forge_emu::snapshot(cur().hz, state_.producer);
+    state_.enq_token[s] = forge_emu::snapshot(forge_emu::hz(), state_.producer);
     return true;
   }
   template <typename T>
@@ -211,7 +211,7 @@ class TQueBind {
     int s = state_.fifo.front();
     state_.fifo.pop_front();
     state_.state[s] = detail::QueState::DEQUEUED;
-    forge_emu::learn(cur().hz, state_.consumer, state_.enq_token[s]);
+    forge_emu::learn(forge_emu::hz(), state_.consumer, state_.enq_token[s]);
     return make<T>(s);
   }
   template <typename T>
@@ -225,7 +225,7 @@ class TQueBind {
       Diag("bad_api").kv("op", "FreeTensor").kv("position", position_name(src)).msg("FreeTensor of a buffer that is still in the queue (EnQue without DeQue)").at(loc).fail(EXIT_BAD_API);
     state_.state[s] = detail::QueState::FREE;
     ++state_.gen[s];
-    state_.free_token[s] = forge_emu::snapshot(cur().hz, state_.consumer);
+    state_.free_token[s] = forge_emu::snapshot(forge_emu::hz(), state_.consumer);
   }
   __aicore__ inline bool VacantInQue() const { return depth <= 0 || (int)state_.fifo.size() < depth; }
   __aicore__ inline bool HasTensorInQue() const { return !state_.fifo.empty(); }

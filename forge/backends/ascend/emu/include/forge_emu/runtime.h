@@ -7,6 +7,8 @@
 // {"emu_error": ...} and a distinct exit code (see forge_emu::Exit and README.md).
 #pragma once
 #include <array>
+#include <deque>
+#include <map>
 #include <cstdio>
 #include <cstdlib>
 #include <functional>
@@ -149,21 +151,33 @@ constexpr int MAX_EVENTS = 16;
 // The pipes whose order hazard.h checks (ascend.md §2.8 table), numbered as pipe_t numbers them
 // up to MTE3; FIX gets the next index.
 enum Pipe : int { P_S = 0, P_V, P_M, P_MTE1, P_MTE2, P_MTE3, P_FIX, P_COUNT, P_NONE = -1 };
-using PipeClock = std::array<uint32_t, P_COUNT>;
+// A vector clock over every (core, pipe) of the launch, indexed core id * P_COUNT + pipe: how many
+// of each one's instructions are known to be complete.
+using Clock = std::vector<uint32_t>;
 
-// What one core knows of the order between its pipes (hazard.h): a vector clock per pipe, the
-// instructions issued so far, and per byte of each local memory the last writer and readers.
+// What one core knows of the order between pipes (hazard.h): per pipe, a clock; the instructions
+// issued so far; per byte of each local memory the last writer and readers; the clocks that
+// pending flags carry.
 struct HazardCell {
   uint32_t w = 0;            // last writer: pipe << 28 | its instruction number (0: never written)
   uint32_t r[P_COUNT] = {};  // per pipe, the instruction number of its last read since that write
 };
 struct Hazards {
+  int self = -1;                    // Core::id; -1 until first used
   uint32_t issued[P_COUNT] = {};
-  PipeClock know[P_COUNT] = {};     // know[p][q]: q's instructions up to this number are complete before p's next
+  Clock know[P_COUNT];              // know[p][n]: node n's instructions up to this number are complete before p's next
   std::vector<const char*> op[P_COUNT];
   std::vector<Loc> at[P_COUNT];     // op / at [p][n - 1]: instruction n of pipe p
   HazardCell* cells[MEM_COUNT] = {};
-  PipeClock token[(int)AscendC::HardEvent::MAX][MAX_EVENTS] = {};
+  std::vector<Clock> token;         // [HardEvent * MAX_EVENTS + id]: the clock a SetFlag left
+  // per cross-core counter (mode 0, 1, 2, and on the AIC from AIV 0 and 1) and flag: the clock of
+  // each set not yet waited for, oldest first
+  std::deque<Clock> cross[5][MAX_CROSS_FLAGS];
+};
+// GM: per byte, its last writer and up to three readers since, as (node + 1, instruction number).
+struct GmCell {
+  uint32_t wnode = 0, wseq = 0;
+  uint32_t rnode[3] = {}, rseq[3] = {};
 };
 
 struct Core {
@@ -212,6 +226,8 @@ struct Launch {
   uint8_t* user_workspace = nullptr;
   // SyncAll barrier state, per core type
   long long syncall_arrived[2] = {0, 0};
+  std::map<long long, Clock> syncall_clock[2];   // per generation: the join of what every arriving core knew
+  std::vector<GmCell*> gm_cells;                 // per GmRegion, allocated when first touched (hazard.h)
 };
 inline Launch& launch() { static Launch L; return L; }
 inline Core* current_core() { return launch().current; }

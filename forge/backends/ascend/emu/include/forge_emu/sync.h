@@ -49,7 +49,7 @@ __aicore__ inline void SetFlag(int32_t id, forge_emu::Loc loc = forge_emu::Loc::
         .msg("SetFlag twice on the same event and id without a WaitFlag between (undefined, ascend.md §2.8)").at(loc).fail(EXIT_BAD_SYNC);
   c.event_pending[(int)E][id] = true;
   c.event_set_at[(int)E][id] = loc;
-  c.hz.token[(int)E][id] = snapshot(c.hz, event_pipes(E).first);  // fires once the source pipe is done
+  hz(c).token[(int)E * MAX_EVENTS + id] = snapshot(hz(c), event_pipes(E).first);  // fires once the source pipe is done
 }
 
 template <HardEvent E>
@@ -63,7 +63,7 @@ __aicore__ inline void WaitFlag(int32_t id, forge_emu::Loc loc = forge_emu::Loc:
              ") with no matching SetFlag issued before it on this block: the pipe waits forever")
         .at(loc).fail(EXIT_DEADLOCK);
   c.event_pending[(int)E][id] = false;
-  learn(c.hz, event_pipes(E).second, c.hz.token[(int)E][id]);
+  learn(hz(c), event_pipes(E).second, hz(c).token[(int)E * MAX_EVENTS + id]);
 }
 
 // Orders instructions within one pipe (PIPE_ALL: within and between all of them); hazard.h
@@ -73,7 +73,7 @@ __aicore__ inline void PipeBarrier(forge_emu::Loc loc = forge_emu::Loc::current(
   if (pipe == PIPE_S)
     forge_emu::Diag("bad_sync").kv("op", "PipeBarrier").msg("PipeBarrier does not support PIPE_S (ascend.md §2.8)").at(loc).fail(forge_emu::EXIT_BAD_SYNC);
   if (pipe == PIPE_ALL) forge_emu::full_barrier();
-  else if (forge_emu::pipe_index(pipe) != forge_emu::P_NONE) forge_emu::barrier(forge_emu::cur().hz, forge_emu::pipe_index(pipe));
+  else if (forge_emu::pipe_index(pipe) != forge_emu::P_NONE) forge_emu::barrier(forge_emu::hz(), forge_emu::pipe_index(pipe));
 }
 
 // ---- block ids (ascend.md §2.1 "Core index") --------------------------------------------------
@@ -87,9 +87,12 @@ __aicore__ inline int64_t GetTaskRation() { return GetSubBlockNum(); }
 
 // ---- cross-core flags (ascend.md §2.9) ------------------------------------------------------
 namespace detail {
-inline void bump(int& counter, uint16_t flagId, const forge_emu::Loc& loc) {
+// One set of a cross-core counter; `carried` is the clock the set hands to the wait that consumes it.
+inline void bump(int& counter, std::deque<forge_emu::Clock>& carried, const forge_emu::Clock& clock, uint16_t flagId,
+                 const forge_emu::Loc& loc) {
   using namespace forge_emu;
   counter += 1;
+  carried.push_back(clock);
   if (counter > limits().cross_flag_max_pending)
     Diag("flag_overflow").kv("flag", (int)flagId).kv("pending", counter).kv("limit", limits().cross_flag_max_pending)
         .msg("a cross-core flag was set more times than allowed without a wait (ascend.md §2.9); the hardware hangs")
@@ -106,15 +109,18 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId, forge_emu::Loc loc = fo
   if ((int)flagId >= limits().cross_flag_ids || flagId >= MAX_CROSS_FLAGS)
     Diag("bad_sync").kv("op", "CrossCoreSetFlag").kv("flag", (int)flagId).kv("flag_ids", limits().cross_flag_ids)
         .msg("cross-core flag id out of range (ascend.md §2.9)").at(loc).fail(EXIT_BAD_SYNC);
+  // the set fires once `pipe`'s earlier instructions are done (§2.9): it carries what that pipe knows
+  const Clock clock = snapshot(hz(c), pipe_index(pipe));
   if (modeId == 0) {
     // every core of this type counts the set; a wait consumes one set from each of them
-    for (Core* o : launch().cores) if (o->type == c.type) o->cross_cnt0[flagId] += 1;
+    for (Core* o : launch().cores)
+      if (o->type == c.type) { o->cross_cnt0[flagId] += 1; hz(*o).cross[0][flagId].push_back(clock); }
   } else if (modeId == 1) {
     if (c.type != AscendCoreType::AIV || aivs_per_group() != 2 || !kernel_is_mix())
       Diag("bad_sync").kv("op", "CrossCoreSetFlag").kv("mode", 1).kv("flag", (int)flagId)
           .msg("mode 1 syncs the two AIVs of one AI core: needs an AIV of a KERNEL_TYPE_MIX_AIC_1_2 kernel").at(loc).fail(EXIT_BAD_SYNC);
     Core* sib = find_core(AscendCoreType::AIV, c.group, 1 - c.sub_idx);
-    detail::bump(sib->cross_cnt1[flagId], flagId, loc);
+    detail::bump(sib->cross_cnt1[flagId], hz(*sib).cross[1][flagId], clock, flagId, loc);
   } else if (modeId == 2) {
     int t = launch().kernel_type;
     if (t != AscendC::KERNEL_TYPE_MIX_AIC_1_1 && t != AscendC::KERNEL_TYPE_MIX_AIC_1_2)
@@ -122,9 +128,13 @@ __aicore__ inline void CrossCoreSetFlag(uint16_t flagId, forge_emu::Loc loc = fo
           .msg("mode 2 (AIC <-> AIV) needs a MIX kernel type: with AIC_ONLY/AIV_ONLY the scheduling module is off (ascend.md §2.9)")
           .at(loc).fail(EXIT_BAD_SYNC);
     if (c.type == AscendCoreType::AIC) {
-      for (int s = 0; s < aivs_per_group(); ++s) detail::bump(find_core(AscendCoreType::AIV, c.group, s)->cross_cnt2[flagId], flagId, loc);
+      for (int s = 0; s < aivs_per_group(); ++s) {
+        Core* v = find_core(AscendCoreType::AIV, c.group, s);
+        detail::bump(v->cross_cnt2[flagId], hz(*v).cross[2][flagId], clock, flagId, loc);
+      }
     } else {
-      detail::bump(find_core(AscendCoreType::AIC, c.group, 0)->cross_from_aiv[c.sub_idx][flagId], flagId, loc);
+      Core* a = find_core(AscendCoreType::AIC, c.group, 0);
+      detail::bump(a->cross_from_aiv[c.sub_idx][flagId], hz(*a).cross[3 + c.sub_idx][flagId], clock, flagId, loc);
     }
   } else {
     Diag("bad_sync").kv("op", "CrossCoreSetFlag").kv("mode", (int)modeId).msg("mode must be 0, 1 or 2 on A2/A3 (4 is 950 only; ascend.md §2.9)").at(loc).fail(EXIT_BAD_SYNC);
@@ -154,10 +164,18 @@ __aicore__ inline void CrossCoreWaitFlag(uint16_t flagId, forge_emu::Loc loc = f
     return false;
   };
   block_until(ready, "CrossCoreWaitFlag", flagId, loc);
-  if (me->cross_cnt0[flagId] >= n_same) { me->cross_cnt0[flagId] -= n_same; return; }
-  if (me->cross_cnt1[flagId] > 0) { me->cross_cnt1[flagId] -= 1; return; }
-  if (me->cross_cnt2[flagId] > 0) { me->cross_cnt2[flagId] -= 1; return; }
-  for (int s = 0; s < need_aiv; ++s) me->cross_from_aiv[s][flagId] -= 1;
+  // the wait is on PIPE_S, so every instruction issued after it is after the sets it consumes
+  Hazards& h = hz(*me);
+  auto consume = [&h, flagId](int counter, int sets) {
+    for (int k = 0; k < sets && !h.cross[counter][flagId].empty(); ++k) {
+      learn(h, -1, h.cross[counter][flagId].front());
+      h.cross[counter][flagId].pop_front();
+    }
+  };
+  if (me->cross_cnt0[flagId] >= n_same) { me->cross_cnt0[flagId] -= n_same; consume(0, n_same); return; }
+  if (me->cross_cnt1[flagId] > 0) { me->cross_cnt1[flagId] -= 1; consume(1, 1); return; }
+  if (me->cross_cnt2[flagId] > 0) { me->cross_cnt2[flagId] -= 1; consume(2, 1); return; }
+  for (int s = 0; s < need_aiv; ++s) { me->cross_from_aiv[s][flagId] -= 1; consume(3 + s, 1); }
 }
 
 // All-core barrier over the AIVs (isAIVOnly) or over every core.
@@ -171,8 +189,13 @@ __aicore__ inline void SyncAll(forge_emu::Loc loc = forge_emu::Loc::current()) {
   for (Core* o : L.cores) if (!isAIVOnly || o->type == me->type) ++n;
   long long gen = L.syncall_arrived[ti] / n + 1;
   L.syncall_arrived[ti] += 1;
+  // every pipe of every core taking part drains before the barrier releases
+  Clock mine = snapshot(hz(*me), -1);
+  Clock& all = L.syncall_clock[ti][gen];
+  if (all.empty()) all.assign(mine.size(), 0);
+  for (size_t k = 0; k < mine.size(); ++k) all[k] = std::max(all[k], mine[k]);
   block_until([&L, ti, n, gen]() { return L.syncall_arrived[ti] >= gen * n; }, "SyncAll", -1, loc);
-  full_barrier();  // every pipe of every core drains before the barrier releases
+  learn(hz(*me), -1, L.syncall_clock[ti][gen]);
 }
 
 // ---- workspace ------------------------------------------------------------------------------

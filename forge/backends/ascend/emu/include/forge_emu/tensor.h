@@ -19,10 +19,12 @@ class GlobalTensor {
   }
   __aicore__ inline T GetValue(uint64_t offset, forge_emu::Loc loc = forge_emu::Loc::current()) const {
     forge_emu::check_gm(addr_ + offset, sizeof(T), "GlobalTensor::GetValue", loc);
+    forge_emu::touch_gm(forge_emu::issue(forge_emu::P_S, "GlobalTensor::GetValue", loc), "GlobalTensor::GetValue", addr_ + offset, sizeof(T), false, loc);
     return addr_[offset];
   }
   __aicore__ inline void SetValue(uint64_t offset, T value, forge_emu::Loc loc = forge_emu::Loc::current()) {
     forge_emu::check_gm(addr_ + offset, sizeof(T), "GlobalTensor::SetValue", loc);
+    forge_emu::touch_gm(forge_emu::issue(forge_emu::P_S, "GlobalTensor::SetValue", loc), "GlobalTensor::SetValue", addr_ + offset, sizeof(T), true, loc);
     addr_[offset] = value;
   }
   __aicore__ inline T& operator()(uint64_t offset) { return addr_[offset]; }

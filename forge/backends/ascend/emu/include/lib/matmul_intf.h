@@ -107,9 +107,10 @@ class Matmul {
     (void)waitIterateAll; (void)fakeMsg;
     forge_emu::full_barrier();  // the library orders its own pipes (hazard.h)
     compute(loc);
+    forge_emu::Instr I = forge_emu::issue(forge_emu::P_FIX, "Matmul::IterateAll", loc);
     int ld = enSequentialWrite ? sN_ : N_;
     for (int i = 0; i < sM_; ++i)
-      for (int j = 0; j < sN_; ++j) store_gm(gm.GetPhyAddr(), (uint64_t)i * ld + j, acc_[(size_t)i * sN_ + j], enAtomic, "Matmul::IterateAll", loc);
+      for (int j = 0; j < sN_; ++j) store_gm(gm.GetPhyAddr(), (uint64_t)i * ld + j, acc_[(size_t)i * sN_ + j], enAtomic, I, "Matmul::IterateAll", loc);
   }
   template <bool sync = true>
   __aicore__ inline void IterateAll(const LocalTensor<TC>& ub, uint8_t enAtomic = 0, forge_emu::Loc loc = forge_emu::Loc::current()) {
@@ -138,10 +139,11 @@ class Matmul {
                                     forge_emu::Loc loc = forge_emu::Loc::current()) {
     int bm = t_.baseM > 0 ? t_.baseM : sM_, bn = t_.baseN > 0 ? t_.baseN : sN_;
     int m0 = cm_ * bm, n0 = cn_ * bn, rm = std::min(bm, sM_ - m0), rn = std::min(bn, sN_ - n0);
+    forge_emu::Instr I = forge_emu::issue(forge_emu::P_FIX, "Matmul::GetTensorC", loc);
     for (int i = 0; i < rm; ++i)
       for (int j = 0; j < rn; ++j) {
         uint64_t at = enSequentialWrite ? (uint64_t)i * bn + j : (uint64_t)(m0 + i) * N_ + (n0 + j);
-        store_gm(gm.GetPhyAddr(), at, acc_[(size_t)(m0 + i) * sN_ + n0 + j], enAtomic, "Matmul::GetTensorC", loc);
+        store_gm(gm.GetPhyAddr(), at, acc_[(size_t)(m0 + i) * sN_ + n0 + j], enAtomic, I, "Matmul::GetTensorC", loc);
       }
   }
   template <bool sync = true>
@@ -194,8 +196,11 @@ class Matmul {
     if (gm) forge_emu::check_gm(base + at, sizeof(P), op, loc);
     return (float)base[at];
   }
-  void store_gm(TC* base, uint64_t at, float v, uint8_t atomic, const char* op, const forge_emu::Loc& loc) {
+  // The result leaves L0C through Fixpipe: GM writes on PIPE_FIX, which a CrossCoreSetFlag after
+  // PIPE_FIX orders (hazard.h). Atomic adds commute, so they are not checked against each other.
+  void store_gm(TC* base, uint64_t at, float v, uint8_t atomic, const forge_emu::Instr& I, const char* op, const forge_emu::Loc& loc) {
     forge_emu::check_gm(base + at, sizeof(TC), op, loc);
+    if (!atomic) forge_emu::touch_gm(I, op, base + at, sizeof(TC), true, loc);
     base[at] = TC(atomic ? (float)base[at] + v : v);
   }
   void compute(const forge_emu::Loc& loc) {
