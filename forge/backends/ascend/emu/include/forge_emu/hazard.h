@@ -1,4 +1,4 @@
-// forge Ascend C CPU emulator: the order between pipes (ascend.md §2.8).
+// forge Ascend C CPU emulator: the order between pipes and between cores (ascend.md §2.8, §2.9).
 //
 // The emulator runs a block's instructions in program order, so a kernel that forgets a flag still
 // computes the right answer here while on the hardware two pipes race. This header finds those
@@ -13,7 +13,8 @@
 //   - a TQue's EnQue/DeQue carry MTE2->V (VECIN) and V->MTE3 (VECOUT) (ascend.md §2.3), MTE2->MTE1
 //     (A1/B1), MTE1->M (A2/B2), M->FIX (CO1), and FreeTensor/AllocTensor the reverse; any other
 //     queue is taken to order everything issued before its EnQue / FreeTensor;
-//   - the high-level Matmul synchronises internally and is taken as a full barrier.
+//   - the high-level Matmul synchronises internally and is taken as a full barrier; its results
+//     leave through Fixpipe, so its GM writes are FIX writes.
 // Each byte of UB/L1/L0 remembers its last writer and, per pipe, its last reader. An access that
 // depends on another pipe's earlier access (read after write, write after write, write after
 // read) must know that access complete, or the kernel is reported as `missing_sync`, naming both
