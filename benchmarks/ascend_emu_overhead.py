@@ -41,7 +41,7 @@ def headers_at(rev: str, into: Path) -> Path:
     try:
         blob = subprocess.run(["git", "archive", rev, HEADERS], cwd=root, check=True, capture_output=True).stdout
     except subprocess.CalledProcessError as e:
-        print(f"--base {rev!r}: not a revision of this repository ({e.stderr.decode().strip()})", file=sys.stderr)
+        print(f"--base {rev!r}: no emulator headers at that revision ({e.stderr.decode().strip()})", file=sys.stderr)
         sys.exit(2)
     tarfile.open(fileobj=io.BytesIO(blob)).extractall(into, filter="data")
     return into / HEADERS

@@ -117,8 +117,9 @@ inline void full_barrier() { barrier(hz(), P_NONE); }
 
 // ---- accesses -------------------------------------------------------------------------------
 // A read-after-write / write-after-write / write-after-read between instruction `I` of this core
-// and an earlier access (node q, instruction s): ordered when I's pipe knows it complete.
-// Same-pipe pairs are ordered by issue except the ones ascend.md names (see the header comment).
+// and an earlier access (node q, instruction s): ordered when I's pipe knows it complete. `kind`
+// is 'R' (read after write), 'W' (write after write) or 'A' (write after read). Same-pipe pairs
+// are ordered by issue except the ones ascend.md names (see the header comment).
 inline bool ordered(const Hazards& h, const Instr& I, int q, uint32_t s, char kind) {
   const int p = I.pipe;
   if (q == node(h, p)) {
@@ -184,7 +185,7 @@ __attribute__((optimize("O2"))) inline void touch(const Instr& I, const char* op
       // the readers since the last write first: the sync they need also orders that write.
       // Scalar reads complete when issued, so no later instruction can overtake them.
       for (int r = P_V; r < P_COUNT; ++r)
-        if (c.r[r] && r != p && !ordered(h, I, base + r, c.r[r], 'A'))
+        if (c.r[r] && !ordered(h, I, base + r, c.r[r], 'A'))
           report_race(I, op, base + r, c.r[r], "write after read", mem_name(mem), position_name(pos), b - buf_start, loc);
       if (c.w && !ordered(h, I, q, s, 'W'))
         report_race(I, op, q, s, "write after write", mem_name(mem), position_name(pos), b - buf_start, loc);
@@ -218,7 +219,7 @@ __attribute__((optimize("O2"))) inline void touch_gm(const Instr& I, const char*
     GmCell& c = L.gm_cells[ri][b];
     if (write) {
       for (int k = 0; k < 3; ++k)
-        if (c.rnode[k] && c.rnode[k] != me && (int)c.rnode[k] - 1 != node(h, P_S) &&
+        if (c.rnode[k] && (int)c.rnode[k] - 1 != node(h, P_S) &&
             !ordered(h, I, (int)c.rnode[k] - 1, c.rseq[k], 'A'))
           report_race(I, op, (int)c.rnode[k] - 1, c.rseq[k], "write after read", "GM", L.gm[ri].name, b, loc);
       if (c.wnode && !ordered(h, I, (int)c.wnode - 1, c.wseq, 'W'))

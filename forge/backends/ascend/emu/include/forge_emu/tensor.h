@@ -118,9 +118,6 @@ class LocalTensor {
           .msg(std::string(what) + " reaches outside the tensor's buffer").at(loc).fail(EXIT_LOCAL_OUT_OF_BOUNDS);
     if (I) touch(*I, what, ref_.mem, ref_.pos, ref_.buf_start, a, nbytes, write, loc);
   }
-  void check_elem(uint32_t i, const char* what, const forge_emu::Loc& loc) const {
-    check_range((uint64_t)i * sizeof(T), sizeof(T), what, loc);
-  }
 };
 
 }  // namespace AscendC
