@@ -159,6 +159,43 @@ def test_a_race_on_the_gm_ring_between_cores_names_both_cores(build, race):
     assert (d["earlier_core"], d["earlier_pipe"]) == ("AIC", "FIX") and "CrossCoreSetFlag<mode, PIPE_FIX>" in d["needs"]
 
 
+def _vec_to_cube(build, race: int, cores: int = 2, steps: int = 3):
+    r = build("vec_to_cube.cpp")
+    rng = np.random.default_rng(5)
+    x = rng.standard_normal((cores, steps, 16, 32)).astype(np.float16)
+    w = rng.standard_normal((32, 32)).astype(np.float16)
+    res = run_kernel(r, {"x": x, "w": w}, {"y": ((cores, steps, 16, 32), "float32")},
+                     args=["x", "w", "y", "workspace", steps, race], workspace_bytes=cores * 16 * 32 * 2,
+                     block_dim=cores)
+    return res, x, w
+
+
+def test_the_matmuls_loads_of_what_the_vector_cores_wrote_are_ordered_by_their_flags(build):
+    """AIVs write the Matmul's A into a GM slot and flag it after PIPE_MTE3; the AIC flags DONE after
+    PIPE_FIX before they overwrite it. Clean: the Matmul's loads are checked against the AIVs'
+    writes, and its Fixpipe knows them complete, so DONE orders the next overwrite."""
+    res, x, w = _vec_to_cube(build, 0)
+    assert res.ok, res.error_detail
+    ref = (2 * x.astype(np.float64)) @ w.astype(np.float64)
+    np.testing.assert_allclose(res.outputs["y"], ref, rtol=1e-3, atol=1e-3)
+
+
+@pytest.mark.parametrize("race, hazard, where, earlier, needs", [
+    (1, "read after write", "read_slot", "write_slot", "CrossCoreSetFlag<mode, PIPE_MTE3>"),
+    (2, "write after read", "write_slot", "read_slot", "CrossCoreSetFlag<mode, PIPE_MTE2>"),
+])
+def test_a_matmul_racing_the_vector_cores_on_its_gm_operand_is_named(build, race, hazard, where, earlier, needs):
+    """race 1: READY set after PIPE_V, so the Matmul may load the slot before the copy out lands;
+    race 2: DONE set before the Matmul, so the AIVs may overwrite the slot while it is loaded."""
+    res, _, _ = _vec_to_cube(build, race)
+    d = res.error_detail
+    assert res.error_kind == "missing_sync", res.stderr
+    assert (d["hazard"], d["memory"], d["position"]) == (hazard, "GM", "workspace"), d
+    assert d["where"] == f"vec_to_cube.cpp:{marker_line('vec_to_cube.cpp', where)}"
+    assert d["earlier_where"] == f"vec_to_cube.cpp:{marker_line('vec_to_cube.cpp', earlier)}"
+    assert needs in d["needs"], d
+
+
 # ---------------------------------------------------------------------------------------------
 # planted bugs
 # ---------------------------------------------------------------------------------------------

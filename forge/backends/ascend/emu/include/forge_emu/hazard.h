@@ -13,8 +13,9 @@
 //   - a TQue's EnQue/DeQue carry MTE2->V (VECIN) and V->MTE3 (VECOUT) (ascend.md §2.3), MTE2->MTE1
 //     (A1/B1), MTE1->M (A2/B2), M->FIX (CO1), and FreeTensor/AllocTensor the reverse; any other
 //     queue is taken to order everything issued before its EnQue / FreeTensor;
-//   - the high-level Matmul synchronises internally and is taken as a full barrier; its results
-//     leave through Fixpipe, so its GM writes are FIX writes.
+//   - the high-level Matmul synchronises internally and is taken as a full barrier; it loads A, B
+//     and a GM bias on MTE2, and its results leave through Fixpipe after those loads, so its GM
+//     reads are MTE2 reads that its FIX writes know complete (lib/matmul_intf.h).
 // Each byte of UB/L1/L0 remembers its last writer and, per pipe, its last reader. An access that
 // depends on another pipe's earlier access (read after write, write after write, write after
 // read) must know that access complete, or the kernel is reported as `missing_sync`, naming both

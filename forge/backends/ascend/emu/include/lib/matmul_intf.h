@@ -95,8 +95,8 @@ class Matmul {
   __aicore__ inline void SetTensorB(const GlobalTensor<TB>& gm, bool isTransposeB = false) { bG_ = gm.GetPhyAddr(); bL_ = nullptr; transB_ = isTransposeB || B_TYPE::isTrans; }
   __aicore__ inline void SetTensorA(const LocalTensor<TA>& l, bool isTransposeA = false) { aL_ = l.raw(); aG_ = nullptr; transA_ = isTransposeA || A_TYPE::isTrans; }
   __aicore__ inline void SetTensorB(const LocalTensor<TB>& l, bool isTransposeB = false) { bL_ = l.raw(); bG_ = nullptr; transB_ = isTransposeB || B_TYPE::isTrans; }
-  __aicore__ inline void SetBias(const GlobalTensor<TBias>& gm) { bias_ = gm.GetPhyAddr(); }
-  __aicore__ inline void SetBias(const LocalTensor<TBias>& l) { bias_ = l.raw(); }
+  __aicore__ inline void SetBias(const GlobalTensor<TBias>& gm) { bias_ = gm.GetPhyAddr(); biasG_ = true; }
+  __aicore__ inline void SetBias(const LocalTensor<TBias>& l) { bias_ = l.raw(); biasG_ = false; }
   __aicore__ inline void DisableBias() { bias_ = nullptr; }
   __aicore__ inline void ClearBias() { bias_ = nullptr; }
 
@@ -203,6 +203,24 @@ class Matmul {
     if (!atomic) forge_emu::touch_gm(I, op, base + at, sizeof(TC), true, loc);
     base[at] = TC(atomic ? (float)base[at] + v : v);
   }
+  // The library loads A, B and a GM bias on MTE2 (GM->L1), and every result it writes depends on
+  // those loads (MTE2 -> MTE1 -> M -> FIX inside the API), so its Fixpipe knows them complete: a
+  // CrossCoreSetFlag after PIPE_FIX tells another core it may overwrite them. The loads are checked
+  // against other cores' GM writes like any DataCopy(GM->local) (hazard.h).
+  void load_gm(int ldA, int ldB, const forge_emu::Loc& loc) {
+    using namespace forge_emu;
+    if (!aG_ && !bG_ && !(bias_ && biasG_)) return;
+    Instr I = issue(P_MTE2, "Matmul(GM->L1 loads of A/B/bias)", loc);
+    auto rows = [&](const void* base, size_t elem, int ld, int nrows, int len, const char* op) {
+      for (int r = 0; r < nrows; ++r)
+        touch_gm(I, op, static_cast<const uint8_t*>(base) + (uint64_t)r * ld * elem, (uint64_t)len * elem, false, loc);
+    };
+    if (aG_) { if (transA_) rows(aG_, sizeof(TA), ldA, sK_, sM_, "Matmul(A)"); else rows(aG_, sizeof(TA), ldA, sM_, sK_, "Matmul(A)"); }
+    if (bG_) { if (transB_) rows(bG_, sizeof(TB), ldB, sN_, sK_, "Matmul(B)"); else rows(bG_, sizeof(TB), ldB, sK_, sN_, "Matmul(B)"); }
+    if (bias_ && biasG_) rows(bias_, sizeof(TBias), 0, 1, sN_, "Matmul(bias)");
+    Hazards& h = hz();
+    learn(h, P_FIX, snapshot(h, P_MTE2));
+  }
   void compute(const forge_emu::Loc& loc) {
     using namespace forge_emu;
     if (!inited_) Diag("bad_api").kv("op", "Matmul").msg("Matmul used before Init / REGIST_MATMUL_OBJ").at(loc).fail(EXIT_BAD_API);
@@ -211,6 +229,7 @@ class Matmul {
     if (!a || !b) Diag("bad_api").kv("op", "Matmul").msg("SetTensorA/SetTensorB not called").at(loc).fail(EXIT_BAD_API);
     int ldA = transA_ ? (aG_ ? M_ : sM_) : (aG_ ? Ka_ : sK_);
     int ldB = transB_ ? (bG_ ? Kb_ : sK_) : (bG_ ? N_ : sN_);
+    load_gm(ldA, ldB, loc);
     acc_.assign((size_t)sM_ * sN_, 0.f);
     std::vector<float> arow((size_t)sK_);
     for (int i = 0; i < sM_; ++i) {
@@ -219,7 +238,7 @@ class Matmul {
         float s = 0.f;
         for (int k = 0; k < sK_; ++k)
           s += arow[k] * load(b, bG_ != nullptr, transB_ ? (uint64_t)j * ldB + k : (uint64_t)k * ldB + j, "Matmul(B)", loc);
-        if (bias_) s += (float)bias_[j];
+        if (bias_) s += load(bias_, biasG_, (uint64_t)j, "Matmul(bias)", loc);
         acc_[(size_t)i * sN_ + j] = s;
       }
     }
@@ -231,6 +250,7 @@ class Matmul {
   const TA* aG_ = nullptr; const TA* aL_ = nullptr;
   const TB* bG_ = nullptr; const TB* bL_ = nullptr;
   const TBias* bias_ = nullptr;
+  bool biasG_ = false;
   std::vector<float> acc_;
 };
 
