@@ -74,3 +74,44 @@ def test_a_bench_case_carries_its_benchmarks_criterion_into_the_run(tmp_path):
         TuneSettings(op="softmax", shape={"M": 8, "N": 64}, acceptance={"kind": "fib"})
     with pytest.raises(ForgeInputError, match="acceptance.max_atol: a number >= 0"):
         acceptance.check_spec({"kind": "sol", "max_atol": "x", "max_rtol": 0, "required_matched_ratio": 1})
+
+
+def test_cann_bench_numbers_are_recorded_and_its_small_value_count_named():
+    """benchmark-formats §5 item 3: a row shows MERE/MARE and the small-value count. cann-bench allows
+    2·max(count_cpu, 1) small values off by more than 2^-16 (fp16); a correctly rounded value never
+    is, so 2 pass whatever its CPU golden, and 3 pass only if that golden is off on 2 of them."""
+    cann = {"kind": "cann"}
+    ref = np.concatenate([np.linspace(0.5, 1.5, 100), np.full(10, 1e-4)])
+    got = ref.copy()
+    got[:100] *= 1 + 2 ** -12
+    m = acceptance.measures(cann, "float16", got, ref)
+    assert (m["normal_checked"], m["small_checked"], m["small_errors"]) == (100, 10, 0)
+    assert m["mere"] == pytest.approx(2 ** -12) and m["mare"] == pytest.approx(2 ** -12)
+    assert acceptance.small_value_note(m, "float16") is None
+    got[100:102] += 2e-5                                    # two small values off by more than 2^-16
+    assert acceptance.small_value_note(acceptance.measures(cann, "float16", got, ref), "float16") is None
+    got[102] += 2e-5
+    m = acceptance.measures(cann, "float16", got, ref)
+    assert m["small_errors"] == 3 and acceptance.violation(cann, "float16", got, ref) is None   # counted, not judged
+    assert acceptance.small_value_note(m, "float16") == (
+        "cann-bench's small-value test: 3 of 10 checked values below 0.000488281 are off by more than 1.52588e-05; "
+        "it passes only if its float16 CPU golden is off on at least 2 of them, which forge cannot compute")
+    rounded = round_to_dtype(np.linspace(-2 ** -8, 2 ** -8, 4001), "bfloat16").astype(np.float64)
+    assert acceptance.measures(cann, "bfloat16", rounded, np.linspace(-2 ** -8, 2 ** -8, 4001))["small_errors"] == 0
+    assert "small-value errors counted, not judged" in acceptance.describe(cann, "float16")
+    sol = acceptance.measures(SOL, "bfloat16", ref + 0.005, ref)
+    assert sol == {"matched_ratio": 1.0, "max_error": pytest.approx(0.005)}
+
+
+def test_a_checked_variant_carries_the_benchmarks_numbers():
+    """Op.check keeps the criterion's numbers in the record's errors, where the board and the SOL
+    trace read them; without a criterion there are none."""
+    from dataclasses import replace
+    op = get_op("rmsnorm")
+    p = op.problem({"M": 7, "N": 256}, "float16")
+    inputs = op.make_inputs(p, 0)
+    out = round_to_dtype(op.reference(p, inputs), "float16")
+    assert "criterion" not in op.check(p, inputs, out).as_dict()
+    m = op.check(replace(p, acceptance={"kind": "cann"}), inputs, out)
+    assert m.ok and m.as_dict()["criterion"]["normal_checked"] + m.as_dict()["criterion"]["small_checked"] == 7 * 256
+    assert m.as_dict()["criterion"]["mere"] < 2 ** -10

@@ -75,7 +75,8 @@ class FakeTuner:
             store.add(Record(**base, config={"tile": 0}, status="ok", timings=[9 * US] * 3, trial=0))
             store.close()
             raise KeyboardInterrupt
-        times, unfused, vendor, kind = plan
+        times, unfused, vendor, kind, *more = plan
+        errors = more[0] if more else {}        # what each checked variant's check recorded
         for n, t in enumerate(times):
             if isinstance(t, str):
                 store.add(Record(**base, config={"tile": n}, status=t, reason=f"{t} on trial {n}", trial=n))
@@ -83,7 +84,8 @@ class FakeTuner:
                 store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US], trial=n, time_kind="modeled",
                                  extra={"correctness": "not checked: --measure model (compiled, not run)"}))
             else:
-                store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n, time_kind=kind))
+                store.add(Record(**base, config={"tile": n}, status="ok", timings=[t * US] * 3, trial=n, time_kind=kind,
+                                 errors=errors))
         for name, t in (("unfused", unfused), ("vendor", vendor)):
             if t is not None:
                 store.add(Record(**base, config={}, status="ok", phase="baseline", timings=[t * US], time_kind=kind,
@@ -165,6 +167,25 @@ def test_bench_board_scores_by_hand(tmp_path, fake_tuner):
     from forge.report.html import render_html
 
     assert '<p class="note" id="unscored">1 passed case without a baseline left out' in render_html(board)
+
+
+def test_a_case_whose_small_values_only_cann_benchs_golden_can_judge_says_so(tmp_path, fake_tuner):
+    """A passed case whose best variant's small-value count passes cann-bench only if its CPU golden
+    errs as often carries that in its row and in the table's best-config column; one within the
+    count that always passes does not."""
+    counted = {"criterion": {"normal_checked": 500, "mere": 1e-5, "mare": 1e-4, "small_checked": 12, "small_errors": 5}}
+    fine = {"criterion": {**counted["criterion"], "small_errors": 2}}
+    fake_tuner({8: ([20], 40, 50, "measured", counted), 16: ([20], 40, 50, "measured", fine)})
+    suite = Suite("t", "test suite", [softmax_case(8), softmax_case(16)], [])
+    run_bench(suite, "cpu", tmp_path, budget_per_case=1)
+    rows = {r["case_id"]: r for r in build_board(tmp_path)["cases"]}
+    assert rows["16"]["status"] == "PASSED" and rows["16"]["criterion_note"] is None
+    note = rows["8"]["criterion_note"]
+    assert rows["8"]["status"] == "PASSED" and note.startswith("cann-bench's small-value test: 5 of 12 checked values")
+    assert "CPU golden is off on at least 3 of them" in note
+    assert note in to_markdown(build_board(tmp_path))
+    from forge.report.html import render_html
+    assert note.replace("'", "&#39;") in render_html(build_board(tmp_path))
 
 
 def test_a_bench_folder_copied_elsewhere_reads_as_it_did(tmp_path, fake_tuner):

@@ -72,6 +72,9 @@ def test_trace_lines_never_present_modeled_as_measured(tmp_path):
     assert ev["status"] == "PASSED" and ev["performance"]["latency_ms"] == pytest.approx(2e-3)
     assert ev["performance"]["speedup_factor"] == 2.0 and "MODELED" in ev["log"]
     assert ev["forge"]["time_kind"] == "modeled" and ev["correctness"]["max_absolute_error"] == 1e-3
+    assert ev["correctness"]["extra"]["matched_ratio"] is None         # a run without the workload's criterion
+    measured = {**passed_case(), "errors": {"max_abs": 1e-3, "criterion": {"matched_ratio": 0.995, "max_error": 1e-3}}}
+    assert trace_line(measured, "sol1", "h100")["evaluation"]["correctness"]["extra"]["matched_ratio"] == 0.995
     failed = trace_line({**passed_case(), "status": "COMPILE_ERROR", "reason": "nvcc failed"}, None, "h100")
     assert "performance" not in failed["evaluation"] and "correctness" not in failed["evaluation"]
     board = {"target": "h100", "target_kind": "cuda", "cases": [passed_case(), {**passed_case(), "source": "cannbench"}]}

@@ -134,7 +134,9 @@ def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dic
                              # what forge checked: its own bound, and this workload's tolerance spec
                              # where the case's run applied it
                              "extra": {"forge_checked": case.get("tolerance_applied"),
-                                       "workload_tolerance_applied": bool(case.get("benchmark_criterion_applied"))}}
+                                       "workload_tolerance_applied": bool(case.get("benchmark_criterion_applied")),
+                                       # the share of checked values within the workload's tolerance
+                                       "matched_ratio": (err.get("criterion") or {}).get("matched_ratio")}}
     if status == "PASSED":
         ev["performance"] = {"latency_ms": case["time"] * 1e3,
                              "reference_latency_ms": case["t_b"] * 1e3 if case.get("t_b") else None,

@@ -22,8 +22,8 @@ def _time(x: float | None, kind: str | None) -> str:
 def case_cells(r: dict[str, Any]) -> list[str]:
     what = f"{r['op']} {_shape(r.get('shape'))} {r.get('dtype', '')}" if r.get("op") else ""
     # a long reason (a compiler's output) is cut at a word, marked, never inside a number
-    tail = (config_text(r.get("config")) if r["status"] == "PASSED"
-            else clip(r.get("reason") or "", 200))
+    tail = (config_text(r.get("config")) + (f"; {r['criterion_note']}" if r.get("criterion_note") else "")
+            if r["status"] == "PASSED" else clip(r.get("reason") or "", 200))
     return [r["source_name"], str(r["case_id"]), what, r["status_text"],
             _time(r.get("time"), r.get("time_kind")), _time(r.get("t_b"), r.get("baseline_time_kind")),
             r.get("baseline_kind") or "", _num(r.get("speedup")), _us(r.get("t_sol")), _num(r.get("sol_score")),

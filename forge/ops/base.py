@@ -7,14 +7,14 @@ from __future__ import annotations
 
 import math
 from abc import ABC, abstractmethod
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 from threadpoolctl import threadpool_limits
 
 from forge.errors import ForgeInputError
-from forge.ops.acceptance import violation as acceptance_violation
+from forge.ops import acceptance
 from forge.problem import Problem
 
 # Per-dtype (atol, rtol) used when comparing against the float64 reference. fp16/bf16 kernels keep
@@ -56,10 +56,13 @@ class ErrorMetrics:
     nan_count: int
     checked: int
     reason: str = ""
+    # the benchmark's own numbers over the checked values, when the problem carries its criterion
+    # (forge/ops/acceptance.py measures)
+    criterion: dict[str, Any] = field(default_factory=dict)
 
     def as_dict(self) -> dict[str, Any]:
         return {"max_abs": self.max_abs, "max_rel": self.max_rel, "nan_count": self.nan_count,
-                "checked": self.checked}
+                "checked": self.checked, **({"criterion": self.criterion} if self.criterion else {})}
 
 
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
@@ -195,6 +198,7 @@ class Op(ABC):
         bad = ~(diff <= allowed)
         n_bad = int(np.count_nonzero(bad))
         ok = nan_count == 0 and n_bad == 0
+        criterion = acceptance.measures(p.acceptance, p.dtype, got, expected) if not nan_count else {}
         reason = ""
         if nan_count:
             reason = f"{nan_count} non-finite output values (poisoned NaN left unwritten or overflow)"
@@ -204,10 +208,9 @@ class Op(ABC):
                       f"worst at row {int(rows[idx[0]])} col {int(idx[1])}: got {got[idx]:.6g}, "
                       f"expected {expected[idx]:.6g}")
         else:
-            reason = (self.invariant_violation(p, out)
-                      or acceptance_violation(p.acceptance, p.dtype, got, expected) or "")
+            reason = self.invariant_violation(p, out) or acceptance.judge(p.acceptance, p.dtype, criterion) or ""
             ok = not reason
-        return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason)
+        return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason, criterion)
 
     def invariant_violation(self, p: Problem, out: np.ndarray) -> str | None:
         """Where the output sums to 1 along `sums_to_one_axis` (a softmax), the first sum that is not

@@ -63,7 +63,7 @@ output could be checked (compiled and within the limits, correctness not checked
 <td class="l {{ r.status if r.status in ('PASSED', 'UNSUPPORTED') else 'fail' }}">{{ r.status_text }}</td>
 <td class="{{ r.time_kind }}">{{ us(r.time) }}</td><td class="{{ r.baseline_time_kind }}">{{ us(r.t_b) }}</td><td class="l">{{ r.baseline_kind or "" }}</td>
 <td>{{ num(r.speedup) }}</td><td>{{ us(r.t_sol) }}</td><td>{{ num(r.sol_score) }}</td><td>{{ num(r.hap) }}</td><td>{{ r.evaluations or "" }}</td>
-<td class="l">{% if r.status == "PASSED" %}{{ cfg(r.config) }}{% else %}{{ clip(r.reason or "", 200) }}{% endif %}</td></tr>
+<td class="l">{% if r.status == "PASSED" %}{{ cfg(r.config) }}{% if r.criterion_note %}; {{ r.criterion_note }}{% endif %}{% else %}{{ clip(r.reason or "", 200) }}{% endif %}</td></tr>
 {% endfor %}</table>
 <script>
  window.addEventListener("load", function () {
