@@ -27,7 +27,7 @@ from typing import Any, Optional
 import typer
 from rich.markup import escape
 
-from forge.errors import ForgeInputError, writing
+from forge.errors import ForgeInputError, allowed_list, writing
 from forge.report.progress import make_console
 from forge.report.tables import print_fitted
 from forge.search.strategies import sampler_choices
@@ -390,7 +390,7 @@ def report(
 
 def _check_format(fmt: str | None, formats: dict[str, Any], what: str, field: str = "--format") -> None:
     if fmt and fmt not in formats:
-        raise ForgeInputError(field, f"unknown format {fmt!r} for {what}; allowed: {', '.join(formats)}")
+        raise ForgeInputError(field, f"unknown format {fmt!r} for {what}; {allowed_list(fmt, formats)}")
 
 
 @app.command()

@@ -10,7 +10,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, ValidationInfo, field_validator
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.search.strategies import check_strategy_options, strategy_names, strategy_unavailable
 from forge.yamlio import read_yaml_file
 
@@ -64,7 +64,7 @@ class SearchOptions(BaseModel):
     def _known_sampler(cls, value: str) -> str:
         # checked with the rest of the settings, before baselines are measured or a folder is made
         if value not in strategy_names():
-            raise ValueError(f"unknown sampler; allowed: {', '.join(strategy_names())}")
+            raise ValueError(f"unknown sampler; {allowed_list(value, strategy_names())}")
         why = strategy_unavailable(value)
         if why:
             raise ValueError(why)
@@ -143,8 +143,7 @@ def pydantic_error(exc: ValidationError, prefix: str = "", as_flag: bool = False
     msg = err["msg"].removeprefix("Value error, ")
     if err["type"] == "extra_forbidden":
         model = TuneConfig if prefix else TuneSettings
-        allowed = ", ".join(sorted(model.model_fields))
-        msg = f"unknown field; allowed: {allowed}"
+        msg = f"unknown field; {allowed_list(str(err['loc'][-1]), sorted(model.model_fields))}"
     elif "input" in err and err["type"] not in ("missing",):
         msg = f"{msg} (got {err['input']!r})"
     return ForgeInputError(f"{prefix}{field}", msg)

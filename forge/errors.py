@@ -1,7 +1,8 @@
 """Errors a user can cause. The CLI turns them into one clear line and exit code 2."""
 from __future__ import annotations
 
-from collections.abc import Iterator
+import difflib
+from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
 
@@ -16,6 +17,20 @@ class ForgeInputError(ValueError):
     def __reduce__(self):
         # rebuilt from its two arguments, so the error crosses a process pool (benchmarks' workers)
         return type(self), (self.field, self.message)
+
+
+def allowed_list(value: object, names: Iterable[str], none: str = "none") -> str:
+    """`allowed: a, b, c`, led by `did you mean 'b'?` when one name is close to `value`: users
+    type cann-bench's and SOL-ExecBench's spellings (`rms_norm`, `H100`) for forge's."""
+    names = list(names)
+    listed = f"allowed: {', '.join(names) or none}"
+    if not isinstance(value, str) or not names:
+        return listed
+    key = lambda s: s.lower().replace("_", "").replace("-", "")
+    same = [n for n in names if key(n) == key(value)]
+    lowered = {n.lower(): n for n in names}
+    close = same or [lowered[c] for c in difflib.get_close_matches(value.lower(), lowered, n=1, cutoff=0.75)]
+    return f"did you mean {close[0]!r}? {listed}" if close else listed
 
 
 # strerror texts of a machine that cannot build or run anything more (C library messages for

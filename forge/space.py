@@ -14,7 +14,7 @@ from typing import Any, Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 
 Cols = Mapping[str, Any]
 
@@ -126,7 +126,7 @@ class Space:
         for p in self.params:
             if p.name == name:
                 return p
-        raise ForgeInputError(f"space.{name}", f"unknown parameter; allowed: {', '.join(self.names)}")
+        raise ForgeInputError(f"space.{name}", f"unknown parameter; {allowed_list(name, self.names)}")
 
     def cartesian_size(self) -> int:
         return math.prod(len(p.values) for p in self.params)

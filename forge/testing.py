@@ -16,7 +16,7 @@ from typing import Any
 
 from forge.backends.base import Artifact, Baseline, Measurement, Source
 from forge.backends.cpu.backend import CpuBackend
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.targets import Target
 from forge.variant import Variant
 
@@ -48,7 +48,7 @@ class FaultyCpuBackend(CpuBackend):
         super().__init__(target, measure=measure, **options)
         unknown = set(faults) - set(_FAULTS)
         if unknown:
-            raise ForgeInputError("faults", f"unknown fault {sorted(unknown)[0]!r}; allowed: {', '.join(_FAULTS)}")
+            raise ForgeInputError("faults", f"unknown fault {sorted(unknown)[0]!r}; {allowed_list(sorted(unknown)[0], _FAULTS)}")
         self.faults = {k: dict(v) for k, v in faults.items()}
 
     def fault_for(self, variant: Variant) -> str | None:

@@ -110,6 +110,10 @@ def test_parse_pairs():
 @pytest.mark.parametrize("args,needle", [
     (["tune", "--op", "attention", "--shape", "B=1,Hq=6,Hkv=4,S=8,D=8"], "shape.Hkv"),
     (["tune", "--op", "nope", "--shape", "M=1"], "unknown operator 'nope'"),
+    # the benchmarks' spellings of a name get the nearest one forge knows
+    (["tune", "--op", "rms_norm"], "unknown operator 'rms_norm'; did you mean 'rmsnorm'? allowed: attention,"),
+    (["tune", "--op", "softmax", "--target", "H100"], "unknown target 'H100'; did you mean 'h100'?"),
+    (["tune", "--op", "softmax", "--shape", "M=4,n=8"], "shape.n: unknown dimension for softmax; did you mean 'N'?"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--target", "tpu9"], "unknown target 'tpu9'"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=8", "--executor", "slurm"], "executor"),
     (["tune", "--op", "softmax", "--shape", "M=4,N=x"], "--shape N"),
@@ -340,3 +344,13 @@ def test_a_config_that_cannot_be_read_as_written_is_named_not_a_traceback(tmp_pa
                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
     assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "run").exists()
+
+
+def test_allowed_list_suggests_only_a_close_name():
+    """A suggestion for a far-off name would point users at the wrong thing."""
+    from forge.errors import allowed_list
+
+    assert allowed_list("nope", ["attention", "rmsnorm"]) == "allowed: attention, rmsnorm"
+    assert allowed_list("swi_glu", ["swiglu", "softmax"]) == "did you mean 'swiglu'? allowed: swiglu, softmax"
+    assert allowed_list("Ascend910B2", ["ascend910b2", "ascend910b3"]).startswith("did you mean 'ascend910b2'?")
+    assert allowed_list("x", []) == "allowed: none"

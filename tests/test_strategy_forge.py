@@ -156,7 +156,7 @@ def test_cap_clips_training_targets_at_the_quantile(space):
     ({"acquisition": "pi"}, "sampler_options.acquisition: Input should be 'good', 'ei', 'thompson' or 'mixed' (got 'pi')"),
     ({"good_quantile": 1.0}, "sampler_options.good_quantile: Input should be less than 1 (got 1.0)"),
     ({"path_floor": -1}, "sampler_options.path_floor: Input should be greater than 0 (got -1)"),
-    ({"path_flor": 0.75}, "sampler_options.path_flor: not an option of forge; allowed: acquisition, "),
+    ({"path_flor": 0.75}, "sampler_options.path_flor: not an option of forge; did you mean 'path_floor'? allowed: acquisition, "),
 ])
 def test_bad_or_unknown_option_is_rejected_by_name(space, opts, needle):
     """A misspelt option must not run the whole search on the default silently."""

@@ -33,7 +33,7 @@ def test_children_recombine_parents_drawn_best_first(synthetic_space):
 
 
 def test_options_are_checked(synthetic_space):
-    with pytest.raises(ForgeInputError, match="sampler_options.popsize: not an option of ga; allowed: crossover, mutation_chance, pop_size"):
+    with pytest.raises(ForgeInputError, match="sampler_options.popsize: not an option of ga; did you mean 'pop_size'\\? allowed: crossover, mutation_chance, pop_size"):
         get_strategy("ga", synthetic_space.enumeration, popsize=8)
     with pytest.raises(ForgeInputError, match="sampler_options.crossover"):
         get_strategy("ga", synthetic_space.enumeration, crossover="two_point")

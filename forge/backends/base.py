@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.problem import Problem
 from forge.space import Space
 from forge.targets import Target
@@ -124,7 +124,7 @@ class Backend(ABC):
 
     def __init__(self, target: Target, measure: str = "auto"):
         if measure not in MEASURE_MODES:
-            raise ForgeInputError("measure", f"{measure!r} not allowed; allowed: {', '.join(MEASURE_MODES)}")
+            raise ForgeInputError("measure", f"{measure!r} not allowed; {allowed_list(measure, MEASURE_MODES)}")
         self.target = target
         self.measure = measure
 

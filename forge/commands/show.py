@@ -11,7 +11,7 @@ from typing import Any, Optional
 import numpy as np
 import typer
 
-from forge.errors import ForgeInputError, writing
+from forge.errors import ForgeInputError, allowed_list, writing
 from forge.report.progress import make_console
 from forge.variant import config_text
 
@@ -195,7 +195,7 @@ def show(run: Path = typer.Argument(..., help="run folder"),
         return
     name = file or src.main
     if name not in src.files:
-        raise ForgeInputError("--file", f"unknown file {name!r}; allowed: {', '.join(src.files)}")
+        raise ForgeInputError("--file", f"unknown file {name!r}; {allowed_list(name, src.files)}")
     out.print(f"// rank {rank}: {config_text(row.config)}", highlight=False)
     out.print(f"// files: {', '.join(src.files)}", highlight=False)
     sys.stdout.write(src.files[name])

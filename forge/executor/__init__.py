@@ -4,7 +4,7 @@ from __future__ import annotations
 from pathlib import Path
 
 from forge.backends.base import Backend
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.executor.base import Executor, Job, Outcome
 
 EXECUTORS = ("local", "ray")
@@ -48,7 +48,7 @@ def make_executor(name: str, backend: Backend, cache_dir: Path, *, build_workers
         from forge.executor.ray_executor import RayExecutor
 
         return RayExecutor(backend, cache_dir, build_workers, address=ray_address, devices=devices)
-    raise ForgeInputError("executor", f"unknown executor {name!r}; allowed: {', '.join(EXECUTORS)}")
+    raise ForgeInputError("executor", f"unknown executor {name!r}; {allowed_list(name, EXECUTORS)}")
 
 
 __all__ = ["EXECUTORS", "Executor", "Job", "Outcome", "check_placement", "make_executor", "refuse_device_without_one"]

@@ -1,7 +1,7 @@
 """Operator registry."""
 from __future__ import annotations
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.ops.attention import Attention
 from forge.ops.base import Op, TensorSpec
 from forge.ops.matmul import Matmul
@@ -17,7 +17,7 @@ def get_op(name: str) -> Op:
     try:
         return OPS[name]
     except KeyError:
-        raise ForgeInputError("op", f"unknown operator {name!r}; allowed: {', '.join(sorted(OPS))}") from None
+        raise ForgeInputError("op", f"unknown operator {name!r}; {allowed_list(name, sorted(OPS))}") from None
 
 
 __all__ = ["OPS", "Op", "TensorSpec", "get_op"]

@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from threadpoolctl import threadpool_limits
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.ops import acceptance
 from forge.problem import Problem
 
@@ -99,7 +99,7 @@ class Op(ABC):
         unknown = set(shape) - set(self.dims) - set(self.aliases())
         if unknown:
             raise ForgeInputError(f"shape.{sorted(unknown)[0]}",
-                                  f"unknown dimension for {self.name}; allowed: {', '.join(self.dims)}")
+                                  f"unknown dimension for {self.name}; {allowed_list(sorted(unknown)[0], self.dims)}")
         out = self.expand_aliases(dict(shape))
         for d in self.dims:
             if d not in out:
@@ -111,8 +111,7 @@ class Op(ABC):
         full_attrs = dict(self.attr_defaults)
         for k, v in attrs.items():
             if k not in self.attr_defaults:
-                allowed = ", ".join(self.attr_defaults) or "none"
-                raise ForgeInputError(f"attrs.{k}", f"unknown attribute for {self.name}; allowed: {allowed}")
+                raise ForgeInputError(f"attrs.{k}", f"unknown attribute for {self.name}; {allowed_list(k, self.attr_defaults)}")
             full_attrs[k] = v
         self.validate(out, full_attrs)
         return {d: out[d] for d in self.dims}, full_attrs
@@ -128,7 +127,7 @@ class Op(ABC):
 
     def problem(self, shape: dict[str, int], dtype: str = "float32", attrs: dict[str, Any] | None = None) -> Problem:
         if dtype not in self.dtypes:
-            raise ForgeInputError("dtype", f"{dtype!r} not supported by {self.name}; allowed: {', '.join(self.dtypes)}")
+            raise ForgeInputError("dtype", f"{dtype!r} not supported by {self.name}; {allowed_list(dtype, self.dtypes)}")
         shape, full_attrs = self.normalize(shape, attrs or {})
         return Problem(self.name, shape, dtype, full_attrs)
 

@@ -18,7 +18,7 @@ import optuna
 from optuna.distributions import BaseDistribution, CategoricalDistribution, IntDistribution
 from optuna.trial import TrialState
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.search.strategies import OPTUNA_SAMPLERS as SAMPLERS
 from forge.search.strategy import Strategy
 from forge.space import Enumeration
@@ -54,7 +54,7 @@ def make_sampler(name: str, seed: int, distributions: dict[str, BaseDistribution
         grid = {k: list(range(d.high + 1)) if isinstance(d, IntDistribution) else list(d.choices)
                 for k, d in distributions.items()}
         return optuna.samplers.GridSampler(grid, seed=seed)
-    raise ForgeInputError("sampler", f"unknown sampler {name!r}; allowed: {', '.join(SAMPLERS)}")
+    raise ForgeInputError("sampler", f"unknown sampler {name!r}; {allowed_list(name, SAMPLERS)}")
 
 
 class OptunaStrategy(Strategy):

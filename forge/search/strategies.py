@@ -18,7 +18,7 @@ import importlib
 import importlib.util
 from typing import Any
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.search.strategy import Strategy, parse_options
 from forge.space import Enumeration
 
@@ -70,7 +70,7 @@ def strategy_class(name: str) -> tuple[type[Strategy], dict[str, Any]]:
         return getattr(importlib.import_module(module), cls), {}
     sampler = _optuna_sampler(name)
     if sampler is None:
-        raise ForgeInputError("strategy", f"unknown strategy {name!r}; allowed: {', '.join(strategy_names())}")
+        raise ForgeInputError("strategy", f"unknown strategy {name!r}; {allowed_list(name, strategy_names())}")
     why = strategy_unavailable(name)
     if why:
         raise ForgeInputError("strategy", why)

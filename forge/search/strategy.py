@@ -12,7 +12,7 @@ from typing import Any, ClassVar, Literal
 import numpy as np
 from pydantic import BaseModel, ConfigDict, ValidationError
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.space import Enumeration, Space
 
 
@@ -137,7 +137,6 @@ def parse_options(model: type[BaseModel], options: dict[str, Any], strategy: str
         err = exc.errors()[0]
         name = ".".join(str(x) for x in err["loc"])
         if err["type"] == "extra_forbidden":
-            allowed = ", ".join(sorted(model.model_fields)) or "none"
             raise ForgeInputError(f"{field}.{name}", f"not an option of {strategy or 'this strategy'}; "
-                                                     f"allowed: {allowed}") from None
+                                                     f"{allowed_list(name, sorted(model.model_fields))}") from None
         raise ForgeInputError(f"{field}.{name}", f"{err['msg']} (got {err['input']!r})") from None

@@ -13,7 +13,7 @@ from typing import Any, Literal
 import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError
 
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.yamlio import load_yaml
 
 DATA_DIR = Path(__file__).parent / "data"
@@ -83,5 +83,5 @@ def all_targets() -> dict[str, Target]:
 def get_target(name: str) -> Target:
     targets = all_targets()
     if name not in targets:
-        raise ForgeInputError("target", f"unknown target {name!r}; allowed: {', '.join(sorted(targets))}")
+        raise ForgeInputError("target", f"unknown target {name!r}; {allowed_list(name, sorted(targets))}")
     return targets[name]
