@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import difflib
+import re
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -26,7 +27,12 @@ def allowed_list(value: object, names: Iterable[str], none: str = "none") -> str
     listed = f"allowed: {', '.join(names) or none}"
     if not isinstance(value, str) or not names:
         return listed
-    key = lambda s: s.lower().replace("_", "").replace("-", "")
+
+    def key(name: str) -> str:
+        # case, '_' and '-' aside, and torch's short dtype names (fp16, bf16) written out
+        k = name.lower().replace("_", "").replace("-", "")
+        return re.sub(r"^(b?)f(?:p|loat)?(?=\d)", r"\1float", k)
+
     same = [n for n in names if key(n) == key(value)]
     lowered = {n.lower(): n for n in names}
     close = same or [lowered[c] for c in difflib.get_close_matches(value.lower(), lowered, n=1, cutoff=0.75)]

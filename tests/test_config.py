@@ -354,3 +354,6 @@ def test_allowed_list_suggests_only_a_close_name():
     assert allowed_list("swi_glu", ["swiglu", "softmax"]) == "did you mean 'swiglu'? allowed: swiglu, softmax"
     assert allowed_list("Ascend910B2", ["ascend910b2", "ascend910b3"]).startswith("did you mean 'ascend910b2'?")
     assert allowed_list("x", []) == "allowed: none"
+    dtypes = ["float32", "float16", "bfloat16"]
+    assert [allowed_list(v, dtypes).split("?")[0] for v in ("fp16", "bf16", "FP32")] == \
+        ["did you mean 'float16'", "did you mean 'bfloat16'", "did you mean 'float32'"]
