@@ -33,7 +33,9 @@ def allowed_list(value: object, names: Iterable[str], none: str = "none") -> str
         k = name.lower().replace("_", "").replace("-", "")
         return re.sub(r"^(b?)f(?:p|loat)?(?=\d)", r"\1float", k)
 
-    same = [n for n in names if key(n) == key(value)]
+    # of names equal but for case and separators (rms_norm, rmsnorm), the one spelt most alike
+    same = sorted((n for n in names if key(n) == key(value)),
+                  key=lambda n: -difflib.SequenceMatcher(None, n.lower(), value.lower().replace("-", "_")).ratio())
     lowered = {n.lower(): n for n in names}
     close = same or [lowered[c] for c in difflib.get_close_matches(value.lower(), lowered, n=1, cutoff=0.75)]
     return f"did you mean {close[0]!r}? {listed}" if close else listed

@@ -11,7 +11,7 @@ from typing import Any
 
 from forge.bench.cases import Suite, Unsupported
 from forge.bench.importers import CANN, SOL, import_cann_task, import_folder, import_sol_definition
-from forge.errors import ForgeInputError
+from forge.errors import ForgeInputError, allowed_list
 from forge.yamlio import read_yaml_file
 
 SUITES_DIR = Path(__file__).resolve().parents[2] / "benchmarks" / "suites"
@@ -38,8 +38,8 @@ def load_suite(spec: str | Path) -> Suite:
         cand = d / f"{spec}.yaml"
         if cand.is_file():
             return _unique(load_suite_file(cand))
-    raise ForgeInputError("suite", f"{spec!r} is neither a suite name ({', '.join(available()) or 'none found'}), "
-                                   "a suite YAML file, nor a SOL-ExecBench problem / cann-bench task folder")
+    raise ForgeInputError("suite", f"{spec!r} is neither a suite name, a suite YAML file, nor a SOL-ExecBench "
+                                   f"problem / cann-bench task folder; {allowed_list(str(spec), available(), 'none found')}")
 
 
 def _unique(suite: Suite) -> Suite:

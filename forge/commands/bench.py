@@ -14,7 +14,7 @@ from forge.bench.render import write_reports
 from forge.bench.runner import BENCH_FILE, run_bench
 from forge.bench.suites import load_suite
 from forge.config import RESULTS_DIR
-from forge.errors import ForgeInputError, read_json, writing
+from forge.errors import ForgeInputError, allowed_list, read_json, writing
 from forge.report.progress import plural
 from forge.search.strategies import sampler_choices
 
@@ -64,8 +64,8 @@ def bench(
     unmatched = whole.unmatched(wanted)
     if unmatched:
         names = sorted({c.op for c in whole.cases} | {c.source_name for c in whole.cases})
-        raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; allowed: "
-                                       f"{', '.join(names)}")
+        raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; "
+                                       f"{allowed_list(unmatched[0], names)}")
     name = Path(suite).stem if Path(suite).is_file() else suite     # a suite file: its name without .yaml
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {plural(len(s.cases), 'case')}, {len(s.unsupported)} unsupported; folder {bench_dir}")
