@@ -173,7 +173,8 @@ def tune(
         with _named_as_flags(by_flag, otherwise=f"{config.name}: "):
             settings = cfg.settings()
         if dtype is None and "dtype" not in cfg.model_fields_set:
-            settings = [_dtype_the_target_takes(s) for s in settings]
+            said: set[str] = set()
+            settings = [_dtype_the_target_takes(s, said) for s in settings]
         _check_shapes(settings, config, given, by_flag)
         if len(settings) > 1 and settings[0].out is not None:
             _check_config_folder(Path(settings[0].out).parent, "--out" if out_dir else f"{config.name}: out")
@@ -281,9 +282,10 @@ def _named_as_flags(by_flag: dict[str, str], otherwise: str = "") -> Iterator[No
                               str(exc).removeprefix(f"{exc.field}: ")) from None
 
 
-def _dtype_the_target_takes(settings: Any) -> Any:
+def _dtype_the_target_takes(settings: Any, said: set[str] | None = None) -> Any:
     """Settings with no dtype given (neither --dtype nor a config's `dtype:`), moved to the first
-    dtype the target takes the op in where it does not take the default, and said in one line."""
+    dtype the target takes the op in where it does not take the default, and said in one line
+    (once per run: `said` holds the lines a config's earlier shapes printed)."""
     from forge import tuner
     from forge.config import TuneSettings
 
@@ -293,8 +295,12 @@ def _dtype_the_target_takes(settings: Any) -> Any:
         return settings
     if not takes:
         return settings
-    err.print(f"no --dtype given: using {takes[0]} ({settings.op} on {settings.target} takes "
-              f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})", highlight=False)
+    line = (f"no --dtype given: using {takes[0]} ({settings.op} on {settings.target} takes "
+            f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})")
+    if said is None or line not in said:
+        err.print(line, highlight=False)
+        said = said if said is not None else set()
+        said.add(line)
     return settings.model_copy(update={"dtype": takes[0]})
 
 

@@ -152,9 +152,8 @@ def test_parse_pairs():
      "measure: device measurement requested but"),
     (["bench", "--suite", "cannbench", "--target", "a100", "--measure", "device", "--ops", "rmsnorm"],
      "measure: device measurement requested but"),
-    # a CPU config reused for Ascend: the error names the dtypes the target takes instead
-    (["tune", "--op", "attention", "--target", "ascend910b2", "--config",
-      str(Path(__file__).parents[1] / "configs" / "attention.yaml")],
+    # a dtype the target does not take: the error names the dtypes it takes instead
+    (["tune", "--op", "attention", "--target", "ascend910b2", "--shape", "B=1,H=8,S=1024,D=64", "--dtype", "float32"],
      "dtype: attention[B=1,Hq=8,Hkv=8,Sq=1024,Skv=1024,D=64] float32 is not supported on ascend910b2: attention on "
      "Ascend takes float16/bfloat16 inputs (fp32 softmax inside), not float32; allowed there: float16, bfloat16"),
 ])
@@ -163,6 +162,19 @@ def test_cli_errors_exit_2_and_name_the_field(args, needle):
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
+
+
+def test_the_attention_config_tunes_on_another_target_in_that_targets_dtype(tmp_path):
+    """The README's CPU config reused with --target for Ascend: it names no dtype, so each shape is
+    tuned in the first dtype Ascend takes (float16), said once, not refused as float32."""
+    config = Path(__file__).parents[1] / "configs" / "attention.yaml"
+    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "attention", "--target", "ascend910b2",
+                           "--config", str(config), "--trials", "1", "--top-k", "0", "--no-bank",
+                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    assert proc.returncode == 0, proc.stderr
+    assert proc.stderr.count("no --dtype given: using float16") == 1
+    tuned = [line for line in proc.stderr.splitlines() if line.startswith("forge tune attention[")]
+    assert len(tuned) == 2 and all("float16 on ascend910b2" in line for line in tuned), tuned
 
 
 def test_ops_and_targets_list():
