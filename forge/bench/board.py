@@ -34,9 +34,9 @@ NOT_RUN = "NOT_RUN"         # a case an interrupted bench did not reach
 # checks with its own per-dtype bound; a case's `tolerance` is the benchmark's spec, kept as data.
 CORRECTNESS_NOTE = ("PASSED: every checked output value within forge's bound of the float64 reference, and "
                     "the values meet the benchmark's own criterion (SOL-ExecBench: atol + rtol·|ref| over a "
-                    "matched ratio; cann-bench: MERE/MARE in the normal range; its small-value test is "
-                    "counted, and a case whose count passes only if cann-bench's CPU golden errs as often "
-                    "says so); each case's tolerance_applied names what its run checked")
+                    "matched ratio; cann-bench: MERE/MARE over all values, else its count of values off per "
+                    "range against its same-dtype CPU golden, which forge models, and a case whose verdict "
+                    "rests on that model says so); each case's tolerance_applied names what its run checked")
 NOT_CHECKED_STATUS = "NOT_CHECKED"   # every variant that ran was left unchecked (no device, no host check)
 
 
@@ -147,8 +147,8 @@ def case_row(case: dict[str, Any], bench_dir: Path, target: Target) -> dict[str,
             # a variant ranked by the model without running (CUDA without a GPU) passed no check
             "unchecked": status == NOT_CHECKED_STATUS,
             "source_hash": best.source_hash if best else "", "best_phase": best.phase if best else None}
-    # cann-bench's small-value test needs its own CPU golden: a count it may fail is named
-    row["criterion_note"] = (acceptance.small_value_note((best.errors or {}).get("criterion") or {}, p.dtype)
+    # a cann-bench verdict that rests on forge's model of its same-dtype CPU golden is named
+    row["criterion_note"] = (acceptance.model_note((best.errors or {}).get("criterion") or {}, p.dtype)
                              if best else None)
     row["speedup"] = (row["t_b"] / t_k) if (t_k and row["t_b"]) else None
     row["kinds_differ"] = bool(best and base and best.time_kind != base.time_kind)

@@ -12,7 +12,7 @@ from typing import Any
 import numpy as np
 
 from forge.errors import ForgeInputError
-from forge.ops.base import Op, TensorSpec
+from forge.ops.base import Op, TensorSpec, round_to_dtype
 from forge.problem import Problem
 
 
@@ -68,6 +68,19 @@ class Attention(Op):
         return TensorSpec("o", (s["B"], s["Hq"], s["Sq"], s["D"]), p.dtype)
 
     def reference_rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray) -> np.ndarray:
+        return self._rows(p, inputs, rows, same_dtype=False)
+
+    def same_dtype_rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray,
+                        expected: np.ndarray) -> np.ndarray:
+        """cann-bench's gqa golden run in the problem's dtype on a CPU ([CB] tasks/level4/gqa/
+        golden.py: torch.matmul, `* scaleValue`, softmax, torch.matmul): each step's result is
+        rounded to the dtype, the matmuls and the softmax computing in float32 inside as torch's CPU
+        kernels do for float16/bfloat16. Its scores and probabilities are rounded where a fused
+        kernel keeps them in float32, so it is off where the output cancels."""
+        return self._rows(p, inputs, rows, same_dtype=True)
+
+    def _rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray, same_dtype: bool) -> np.ndarray:
+        """The float64 reference, or with `same_dtype` the steps rounded to p.dtype in float32."""
         s = p.shape
         B, Hq, Hkv, Sq, Skv, D = (s[k] for k in self.dims)
         group = Hq // Hkv
@@ -75,15 +88,20 @@ class Attention(Op):
         h, i = np.divmod(rem, Sq)
         out = np.empty((len(rows), D))
         scale = self.scale(p)
-        # One float64 matmul per (batch, head) among the requested rows keeps memory at one head's
-        # scores instead of gathering K and V per row.
+        work = np.float32 if same_dtype else np.float64
+
+        def step(x: np.ndarray) -> np.ndarray:
+            return round_to_dtype(x, p.dtype) if same_dtype else x
+
+        # One matmul per (batch, head) among the requested rows keeps memory at one head's scores
+        # instead of gathering K and V per row.
         for bh in np.unique(b * Hq + h):
             sel = np.flatnonzero(b * Hq + h == bh)
             bb, hh = divmod(int(bh), Hq)
-            q = inputs["q"][bb, hh, i[sel]].astype(np.float64)             # [r, D]
-            k = inputs["k"][bb, hh // group].astype(np.float64)            # [Skv, D]
-            v = inputs["v"][bb, hh // group].astype(np.float64)
-            scores = (q @ k.T) * scale
+            q = inputs["q"][bb, hh, i[sel]].astype(work)             # [r, D]
+            k = inputs["k"][bb, hh // group].astype(work)            # [Skv, D]
+            v = inputs["v"][bb, hh // group].astype(work)
+            scores = step(step(q @ k.T) * work(scale))
             if p.attrs.get("causal"):
                 j = np.arange(Skv)[None, :]
                 scores = np.where(j <= (i[sel] + Skv - Sq)[:, None], scores, -np.inf)
@@ -92,7 +110,10 @@ class Attention(Op):
             w = np.exp(scores - m)
             denom = w.sum(axis=1, keepdims=True)
             # A fully masked row (Sq > Skv, causal) has no keys: its output is defined as zero.
-            out[sel] = (w @ v) / np.where(denom > 0, denom, 1.0)
+            if same_dtype:
+                out[sel] = step(step(w / np.where(denom > 0, denom, 1.0)) @ v)
+            else:
+                out[sel] = (w @ v) / np.where(denom > 0, denom, 1.0)
         return out
 
     def flops(self, p: Problem) -> float:
