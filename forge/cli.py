@@ -369,6 +369,10 @@ def report(
         if not fmt:
             raise ForgeInputError("--output", f"cannot tell the format from {output.name}: give --format "
                                               "(html | md | json, and csv for a run)")
+    shapes = _config_shape_runs(Path(run))
+    if shapes:
+        _report_config(Path(run), shapes, fmt, output, field, top)
+        return
     if (Path(run) / BENCH_FILE).is_file():
         from forge.bench.board import build_board
         from forge.bench.render import FILES, to_terminal
@@ -392,6 +396,47 @@ def report(
             path.parent.mkdir(parents=True, exist_ok=True)
             path.write_text(formats[fmt](report))
         out.print(f"wrote {path}")
+
+
+def _config_shape_runs(folder: Path) -> list[Path]:
+    """The run folders of a config's shapes (shape0, shape1, ...) where `folder` is such a config's
+    folder rather than a run, else []."""
+    from forge.config import shape_folder
+    from forge.tuner import RUN_FILE
+
+    if (folder / RUN_FILE).is_file():
+        return []
+    runs = []
+    while (shape_folder(folder, len(runs)) / RUN_FILE).is_file():
+        runs.append(shape_folder(folder, len(runs)))
+    return runs
+
+
+def _report_config(folder: Path, runs: list[Path], fmt: str | None, output: Path | None, field: str,
+                   top: int | None) -> None:
+    """A config's folder: each shape's leaderboard in turn, then the shapes side by side, as `forge
+    tune --config` ends; with --format each run's file is written in its own folder."""
+    from forge.commands.runs import print_rows, run_row
+    from forge.report.leaderboard import build_leaderboard
+    from forge.report.render import FORMATS, print_leaderboard
+    from forge.report.run_html import leaderboard_html
+
+    formats = {**FORMATS, "html": leaderboard_html}
+    _check_format(fmt, formats, "a run folder", field)
+    if output is not None:
+        raise ForgeInputError("--output", f"{folder} holds the runs of {len(runs)} shapes, one leaderboard each; give "
+                                          f"--format alone to write each in its run's folder, or report one run "
+                                          f"(forge report {runs[0]} -o {output})")
+    for path in runs:
+        report = build_leaderboard(path)
+        print_leaderboard(report, out, top=top or 10)
+        if fmt:
+            target = path / f"leaderboard.{fmt}"
+            with writing("--format", target):
+                target.write_text(formats[fmt](report))
+            out.print(f"wrote {target}")
+    print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {build_leaderboard(runs[0]).info['problem']['op']}",
+               out)
 
 
 def _check_format(fmt: str | None, formats: dict[str, Any], what: str, field: str = "--format") -> None:

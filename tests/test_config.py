@@ -231,6 +231,17 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
                                  timeout=120)
         assert refused.returncode == 2 and needle in refused.stderr, (argv, refused.stderr[-2000:])
     assert not (tmp_path / "r" / "run.json").exists() and not (tmp_path / "r" / "shape0" / "shape0").exists()
+    # forge report on the config's folder: each shape's leaderboard, then the shapes side by side
+    rep = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "r"), "--format", "json"],
+                         capture_output=True, text=True, timeout=120)
+    assert rep.returncode == 0, rep.stderr[-2000:]
+    assert rep.stdout.index("softmax[M=4,N=8]") < rep.stdout.index("softmax[M=8,N=16]") < rep.stdout.index(
+        "2 shapes of softmax")
+    for i in range(2):
+        assert json.loads((tmp_path / "r" / f"shape{i}" / "leaderboard.json").read_text())["rows"]
+    one_file = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "r"), "-o", "x.md"],
+                              capture_output=True, text=True, timeout=120)
+    assert one_file.returncode == 2 and "--output: " in one_file.stderr and "2 shapes" in one_file.stderr
     # the same command again (as after an interruption): tuned shapes kept, a missing one tuned
     import shutil
 
