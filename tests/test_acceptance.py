@@ -45,6 +45,10 @@ def test_cann_bench_needs_mere_and_mare_under_its_thresholds():
                           "against 0 for its float16 CPU golden"), why
     same = one.copy()                                       # a same-dtype golden off there too: passes
     assert acceptance.violation({"kind": "cann"}, "float16", one, ref, same) is None
+    three = one.copy()
+    three[1:3] *= 1.02                                      # 3 off where the golden is off on 1: 3 > 2·1
+    assert "3 normal-range values off by more than 0.00976562 relative against 1" in acceptance.violation(
+        {"kind": "cann"}, "float16", three, ref, same)
     tiny = np.full(10, 1e-5)
     assert acceptance.violation({"kind": "cann"}, "float16", tiny * 1.5, tiny) is None   # off by < 2^-16
 

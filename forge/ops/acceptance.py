@@ -126,7 +126,7 @@ def _range_failures(m: dict[str, Any], dtype: str) -> list[tuple[str, int, int]]
     out = []
     for name in ("normal", "cancel", "small"):
         n, cpu = m.get(f"{name}_errors", 0), m.get(f"{name}_errors_cpu", 0)
-        failed = (n > 0 and cpu == 0) if name == "normal" else n > ratio * max(cpu, 1)
+        failed = n > ratio * max(cpu, 1) or (name == "normal" and n > 0 and cpu == 0)
         if failed:
             out.append((name, n, cpu))
     return out
