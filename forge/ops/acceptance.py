@@ -118,7 +118,7 @@ def measures(spec: dict[str, Any] | None, dtype: str, got: np.ndarray, expected:
 RANGES = {"small": "small values", "cancel": "cancellation positions", "normal": "normal-range values"}
 
 
-def _range_failures(m: dict[str, Any], dtype: str) -> list[tuple[str, int, int]]:
+def _range_failures(m: dict[str, Any]) -> list[tuple[str, int, int]]:
     """The ranges cann-bench would fail, with the variant's count and its same-dtype golden's, after
     MERE/MARE over all values failed ([CB] compare.py: count_npu / max(count_cpu, 1) <= 2 in each
     range; the normal range fails on any error where the golden has none)."""
@@ -145,9 +145,13 @@ def model_note(m: dict[str, Any], dtype: str) -> str | None:
     golden, said in words, else None: MERE/MARE over all values failed, and a range passed only
     because the modeled golden is off there too (more than `ratio` of the variant's values off).
     A verdict that holds with that golden off nowhere needs no note."""
-    if m.get("golden_same_dtype") != "modeled" or "mere" not in m:
+    cann = _data()["cann"]
+    t = cann["threshold"].get(dtype)
+    if m.get("golden_same_dtype") != "modeled" or m.get("mere") is None or t is None:
         return None
-    ratio = _data()["cann"]["ratio"]
+    if m["mere"] < t and m["mare"] < cann["mare_factor"] * t:
+        return None                        # passed outright; the ranges were never asked
+    ratio = cann["ratio"]
     leaning = [(name, m.get(f"{name}_errors", 0), m.get(f"{name}_errors_cpu", 0)) for name in ("normal", "cancel", "small")
                if m.get(f"{name}_errors", 0) > (0 if name == "normal" else ratio)]
     if not leaning:
@@ -179,7 +183,7 @@ def judge(spec: dict[str, Any] | None, dtype: str, m: dict[str, Any]) -> str | N
     t = cann["threshold"][dtype]
     if m.get("mere") is None or (m["mere"] < t and m["mare"] < cann["mare_factor"] * t):
         return None
-    failures = _range_failures(m, dtype)
+    failures = _range_failures(m)
     if not failures:
         return None
     return (f"cann-bench's criterion: MERE {m['mere']:.3g} / MARE {m['mare']:.3g} over all values (needs < {t:g} / "
