@@ -453,6 +453,13 @@ def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_t
     run_bench(make_suite(), "cpu", tmp_path, budget_per_case=1, progress=said.append)
     tuning = [m for m in said if ": tuning " in m]
     assert len(tuning) == 4 and "left" not in tuning[0] and all("left)" in m for m in tuning[1:])
+    # a refused case takes no time: it says nothing of what a case costs, so no estimate from it
+    fake_tuner({8: "refuse", 16: ([5], 10, None, "measured"), 32: ([5], 10, None, "measured"),
+                64: ([5], 10, None, "measured")})
+    said.clear()
+    run_bench(make_suite(), "cpu", tmp_path / "refused", budget_per_case=1, progress=said.append)
+    tuning = [m for m in said if ": tuning " in m]
+    assert "left" not in tuning[1] and "left)" in tuning[2], tuning
 
 
 def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):

@@ -164,7 +164,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     counts = {"tuned": 0, "skipped": 0, "failed": 0}
     tuner = None
-    spent: list[float] = []   # seconds per case run by this invocation: the estimate of what is left
+    spent: list[float] = []   # seconds per case tuned whole by this invocation: the estimate of what is left
     for i, case in enumerate(suite.cases, 1):
         cdir = case_dir(out, case)
         marker = read_marker(cdir)
@@ -216,7 +216,8 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
             counts["failed"] += 1
             say(f"    failed: {type(exc).__name__}: {exc}")
         record["seconds"] = time.time() - started
-        spent.append(record["seconds"])
+        if state is None and record.get("error_kind") != "input":
+            spent.append(record["seconds"])   # a resumed tail or a refusal says little of a whole case
         (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
     return counts
 
@@ -296,7 +297,7 @@ def continue_hint(command: str | None) -> str:
 
 
 def time_left(spent: list[float], cases_left: int) -> str:
-    """' (about N min left)' from the mean time of the cases run so far; empty before the first."""
+    """' (about N min left)' from the mean time of the cases tuned whole so far; empty before the first."""
     if not spent:
         return ""
     minutes = sum(spent) / len(spent) * cases_left / 60
