@@ -402,7 +402,7 @@ def _config_shape_runs(folder: Path) -> list[Path]:
     """The run folders of a config's shapes (shape0, shape1, ...) where `folder` is such a config's
     folder rather than a run, else []."""
     from forge.config import shape_folder
-    from forge.tuner import RUN_FILE
+    from forge.results.store import RUN_FILE
 
     if (folder / RUN_FILE).is_file():
         return []
