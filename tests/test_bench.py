@@ -445,9 +445,12 @@ def test_a_placement_error_stops_the_bench_and_refuses_no_case(tmp_path, fake_tu
 
 def test_progress_estimates_the_time_left_from_cases_run_so_far(tmp_path, fake_tuner):
     from forge.bench.runner import time_left
-    assert time_left([], 5) == ""
-    assert time_left([60.0, 180.0], 3) == " (about 6 min left)"    # mean 2 min x 3 cases
-    assert time_left([10.0], 2) == " (under a minute left)"
+    assert time_left({}, ["softmax"] * 5) == ""
+    assert time_left({"softmax": [60.0, 180.0]}, ["softmax"] * 3) == " (about 6 min left)"    # mean 2 min x 3 cases
+    assert time_left({"softmax": [10.0]}, ["softmax"] * 2) == " (under a minute left)"
+    # each op at its own cases' mean, an op not run yet at the mean of all
+    assert time_left({"attention": [240.0], "rmsnorm": [20.0, 40.0]},
+                     ["attention", "rmsnorm", "rmsnorm", "swiglu"]) == " (about 7 min left)"   # 240+30+30+100 s
     fake_tuner({m: ([5], 10, None, "measured") for m in (8, 16, 32, 64)})
     said: list[str] = []
     run_bench(make_suite(), "cpu", tmp_path, budget_per_case=1, progress=said.append)

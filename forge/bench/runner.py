@@ -164,7 +164,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
     meta_path.write_text(json.dumps(meta, indent=1, default=str))
     counts = {"tuned": 0, "skipped": 0, "failed": 0}
     tuner = None
-    spent: list[float] = []   # seconds per case tuned whole by this invocation: the estimate of what is left
+    spent: dict[str, list[float]] = {}   # seconds per case tuned whole by this invocation, by op
     for i, case in enumerate(suite.cases, 1):
         cdir = case_dir(out, case)
         marker = read_marker(cdir)
@@ -190,7 +190,8 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
                 tuner.resume(cdir, replace_placement=True, **{k: placement.get(k) for k in PLACEMENT})
             else:
                 say(f"[{i}/{len(suite.cases)}] {case.key}: tuning {case.problem().short()}"
-                    + time_left(spent, len(suite.cases) - i + 1))
+                    + time_left(spent, [c.op for c in suite.cases[i - 1:]
+                                        if c is case or not case_finished(case_dir(out, c))]))
                 tuner.tune(settings_for(tuner.TuneSettings, case, target, cdir, budget_per_case,
                                         dict(options or {})))
             record |= {"done": True}
@@ -217,7 +218,7 @@ def _run_cases(suite: Suite, target: str, out: Path, budget_per_case: int | None
             say(f"    failed: {type(exc).__name__}: {exc}")
         record["seconds"] = time.time() - started
         if state is None and record.get("error_kind") != "input":
-            spent.append(record["seconds"])   # a resumed tail or a refusal says little of a whole case
+            spent.setdefault(case.op, []).append(record["seconds"])   # a resumed tail or a refusal says little
         (cdir / CASE_MARKER).write_text(json.dumps(record, indent=1, default=str))
     return counts
 
@@ -296,9 +297,16 @@ def continue_hint(command: str | None) -> str:
     return f"continue with: {command}" if command else "run the same forge bench command again to continue"
 
 
-def time_left(spent: list[float], cases_left: int) -> str:
-    """' (about N min left)' from the mean time of the cases tuned whole so far; empty before the first."""
-    if not spent:
+def time_left(spent: dict[str, list[float]], ops_left: list[str]) -> str:
+    """' (about N min left)' for the cases of `ops_left`: each at the mean time of the cases of its
+    op tuned so far, or of all of them where none of its op was (a suite's attention cases take
+    several times its norm cases); empty before the first."""
+    times = [t for ts in spent.values() for t in ts]
+    if not times:
         return ""
-    minutes = sum(spent) / len(spent) * cases_left / 60
+    overall = sum(times) / len(times)
+    seconds = sum(sum(spent[op]) / len(spent[op]) if spent.get(op) else overall for op in ops_left)
+    minutes = seconds / 60
     return f" (about {minutes:.0f} min left)" if minutes >= 1 else " (under a minute left)"
+
+
