@@ -188,3 +188,48 @@ def test_a_cann_bench_gqa_case_passes_on_the_ascend_emulator(tmp_path):
     assert row["status"] == "PASSED", row["reason"]
     criterion = row["errors"]["criterion"]
     assert criterion["golden_same_dtype"] == "modeled" and criterion["cancel_checked"] > 0
+    assert row["criterion_note"].startswith("cann-bench's range test passed on forge's model")
+    # drawn as cann-bench draws them (q in [-1, 1], k and v in [0, 1]) the outputs are averages of
+    # positive values, rarely near zero: MERE/MARE over all values pass, and no note is needed
+    drawn = BenchCase(**{**case.as_dict(), "case_id": "2", "tolerance": {**case.tolerance,
+                                                                          "inputs": [[-1, 1], [0, 1], [0, 1]]}})
+    run_bench(Suite("t", "one gqa case", [drawn], []), "ascend910b2", tmp_path / "drawn", budget_per_case=1,
+              options={"bank": False, "top_k": 0})
+    row = build_board(tmp_path / "drawn")["cases"][0]
+    assert row["status"] == "PASSED" and row["criterion_note"] is None
+    assert row["errors"]["criterion"]["mare"] < 10 * 2 ** -10 and row["errors"]["criterion"]["cancel_errors"] == 0
+
+
+def test_cann_bench_value_ranges_are_read_as_cann_bench_reads_them():
+    """[CB] data_generator.py: one [lo, hi] is the first input's and the others draw from (0, 1); a
+    list of ranges is per input, its last repeated; special values are not drawn by forge."""
+    from forge.bench.importers import cann_input_ranges
+
+    assert cann_input_ranges([-1, 1], 3) == [[-1.0, 1.0], [0.0, 1.0], [0.0, 1.0]]
+    assert cann_input_ranges([[-2, 2], [0, 5]], 3) == [[-2.0, 2.0], [0.0, 5.0], [0.0, 5.0]]
+    assert cann_input_ranges([0, 0], 2) == [[0.0, 0.0], [0.0, 1.0]]
+    assert cann_input_ranges([float("-inf"), float("inf")], 2) is None
+    assert cann_input_ranges(["nan", "nan"], 2) is None
+
+
+def test_a_cann_bench_case_draws_its_inputs_from_its_value_range():
+    """The suite's gqa case 1 (value_range [-1, 1]): q uniform in [-1, 1], k and v in [0, 1], carried
+    by the case's criterion into every check; a problem without it keeps forge's normal inputs."""
+    from dataclasses import replace
+
+    from forge.bench.suites import load_suite
+
+    case = next(c for c in load_suite("cannbench").cases if c.source_name == "gqa" and c.case_id == "1")
+    spec = acceptance_of(case)
+    assert spec == {"kind": "cann", "inputs": [[-1.0, 1.0], [0.0, 1.0], [0.0, 1.0]]}
+    op = get_op("attention")
+    p = op.problem({"B": 1, "Hq": 2, "Hkv": 1, "Sq": 64, "Skv": 64, "D": 64}, "float16")
+    drawn = op.make_inputs(replace(p, acceptance=spec), 0)
+    assert drawn["q"].min() < -0.9 and drawn["q"].max() > 0.9
+    assert 0 <= drawn["k"].min() and drawn["v"].max() <= 1 and drawn["v"].min() < 0.1
+    assert np.all(drawn["q"] == round_to_dtype(drawn["q"], "float16"))
+    assert op.make_inputs(p, 0)["k"].min() < -1                  # forge's own: normal
+    with pytest.raises(ForgeInputError, match="acceptance.inputs: one \\[lo, hi\\]"):
+        acceptance.check_spec({"kind": "cann", "inputs": [[1, 0]]})
+    with pytest.raises(ForgeInputError, match="acceptance.range: not a cann-bench key"):
+        acceptance.check_spec({"kind": "cann", "range": [0, 1]})

@@ -12,6 +12,8 @@ The suites in `benchmarks/suites/` go through the same functions (`import_sol_de
 """
 from __future__ import annotations
 
+import math
+
 import json
 import re
 from dataclasses import dataclass, field
@@ -488,6 +490,27 @@ CANN_MAPPERS: dict[str, Callable[[CannCase], Mapped]] = {
 }
 
 
+def cann_input_ranges(value_range: Any, n_inputs: int) -> list[list[float]] | None:
+    """Each input's [lo, hi] as cann-bench reads a case's value_range ([CB] src/kernel_eval/data/
+    data_generator.py: one [lo, hi] is the first input's and the others take (0, 1); a list of
+    ranges is per input, the last repeated), or None where a bound is not a finite number (its
+    special values: inf, nan), which forge does not draw."""
+    if not isinstance(value_range, list) or not value_range:
+        return None
+    if not isinstance(value_range[0], list):
+        per_input: list[Any] = [value_range] + [[0.0, 1.0]] * (n_inputs - 1)
+    else:
+        per_input = list(value_range) + [value_range[-1]] * max(0, n_inputs - len(value_range))
+    out = []
+    for r in per_input[:n_inputs]:
+        pair = (r * 2)[:2] if isinstance(r, list) and len(r) == 1 else r
+        if not (isinstance(pair, list) and len(pair) == 2 and all(
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)):
+            return None
+        out.append([float(pair[0]), float(pair[1])])
+    return out
+
+
 def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[dict[str, Any]], *,
                      source_id: str = "", where: str = "cases") -> Suite:
     """One cann-bench task (operator folder name, proto, cases) -> a suite."""
@@ -539,10 +562,20 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
             unsupported(f"forge rejected the mapped shape: {exc}")
             continue
         notes = list(m.notes)
+        tolerance: dict[str, Any] = {"kind": "cann-bench MERE/MARE", "dtype": m.dtype}
         if raw.get("value_range") is not None:
-            notes.append(f"cann-bench draws inputs from {raw['value_range']}; forge uses its own seeded inputs")
+            n_forge = len(get_op(m.op).inputs(get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))))
+            ranges = cann_input_ranges(raw["value_range"], len(shapes))
+            if ranges is not None and len(ranges) == n_forge:
+                tolerance["inputs"] = ranges
+                notes.append("inputs drawn as cann-bench draws them: uniform in "
+                             + ", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in ranges))
+            else:
+                notes.append(f"cann-bench draws inputs from {raw['value_range']}; forge uses its own seeded inputs "
+                             + ("(a special value)" if ranges is None else
+                                f"({len(shapes)} cann-bench inputs, {n_forge} of forge's)"))
         suite.cases.append(BenchCase(CANN, op_key, source_id, case_id, m.op, m.shape, m.dtype, m.attrs, axes,
-                                     {"kind": "cann-bench MERE/MARE", "dtype": m.dtype}, notes))
+                                     tolerance, notes))
     return suite
 
 

@@ -70,7 +70,7 @@ def acceptance_of(case: BenchCase) -> dict[str, Any] | None:
     if "max_atol" in tol:
         return {"kind": "sol", **{k: v for k, v in tol.items() if k in SOL_KEYS}}
     if str(tol.get("kind", "")).startswith("cann-bench"):
-        return {"kind": "cann"}
+        return {"kind": "cann", **({"inputs": tol["inputs"]} if tol.get("inputs") else {})}
     return None
 
 

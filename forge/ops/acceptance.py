@@ -38,6 +38,15 @@ def check_spec(spec: dict[str, Any] | None, field: str = "acceptance") -> None:
     kind = spec.get("kind")
     if kind not in KINDS:
         raise ForgeInputError(f"{field}.kind", f"{kind!r} is not a benchmark criterion; allowed: {', '.join(KINDS)}")
+    if kind == "cann":
+        unknown = sorted(set(spec) - {"kind", "inputs"})
+        if unknown:
+            raise ForgeInputError(f"{field}.{unknown[0]}", "not a cann-bench key; allowed: kind, inputs")
+        ranges = spec.get("inputs")
+        if ranges is not None and not (isinstance(ranges, list) and all(
+                isinstance(r, list) and len(r) == 2 and all(isinstance(v, (int, float)) and np.isfinite(v) for v in r)
+                and r[0] <= r[1] for r in ranges)):
+            raise ForgeInputError(f"{field}.inputs", f"one [lo, hi] of finite numbers (lo <= hi) per input, got {ranges!r}")
     if kind == "sol":
         unknown = sorted(set(spec) - {"kind", *SOL_KEYS})
         if unknown:
@@ -60,9 +69,11 @@ def describe(spec: dict[str, Any] | None, dtype: str) -> str:
     t = cann["threshold"].get(dtype)
     if not t:
         return f"cann-bench: no threshold for {dtype}"
+    inputs = ("; inputs uniform in " + ", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in spec["inputs"])
+              if spec.get("inputs") else "")
     return (f"cann-bench: MERE < {t:g} and MARE < {cann['mare_factor'] * t:g} over all values, else each of the small "
             f"values, cancellation positions and the rest at most {cann['ratio']}·max(count of its {dtype} CPU "
-            f"golden, 1) off, that golden modeled by forge")
+            f"golden, 1) off, that golden modeled by forge{inputs}")
 
 
 def measures(spec: dict[str, Any] | None, dtype: str, got: np.ndarray, expected: np.ndarray,

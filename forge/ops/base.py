@@ -141,12 +141,20 @@ class Op(ABC):
         """The output tensor; its last axis is a row, the leading axes index rows."""
 
     def make_inputs(self, p: Problem, seed: int) -> dict[str, np.ndarray]:
-        """Seeded random inputs as float32 holding values exact in `p.dtype` (never zeros)."""
+        """Seeded random inputs as float32 holding values exact in `p.dtype`: forge's own (normal,
+        scaled per op), or, where a benchmark's criterion names each input's range (a cann-bench
+        case's value_range, forge/ops/acceptance.py), uniform in it as that benchmark draws them."""
         rng = np.random.default_rng(seed)
+        specs = self.inputs(p)
+        ranges = (p.acceptance or {}).get("inputs")
         out = {}
-        for spec in self.inputs(p):
-            x = rng.standard_normal(spec.shape, dtype=np.float32)
-            out[spec.name] = round_to_dtype(self.scale_input(spec.name, x), p.dtype)
+        for i, spec in enumerate(specs):
+            if ranges and len(ranges) == len(specs):
+                lo, hi = ranges[i]
+                x = rng.uniform(lo, hi, spec.shape).astype(np.float32)
+            else:
+                x = self.scale_input(spec.name, rng.standard_normal(spec.shape, dtype=np.float32))
+            out[spec.name] = round_to_dtype(x, p.dtype)
         return out
 
     def scale_input(self, name: str, x: np.ndarray) -> np.ndarray:
