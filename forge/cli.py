@@ -299,7 +299,7 @@ def _dtype_the_target_takes(settings: Any, said: set[str] | None = None) -> Any:
             f"{', '.join(takes)}, not {TuneSettings.model_fields['dtype'].default})")
     if said is None or line not in said:
         err.print(line, highlight=False)
-        said = said if said is not None else set()
+    if said is not None:
         said.add(line)
     return settings.model_copy(update={"dtype": takes[0]})
 
@@ -383,10 +383,9 @@ def report(
         to_terminal(report, out, max_cases=top or 60)
     else:
         from forge.report.leaderboard import build_leaderboard
-        from forge.report.render import FORMATS, print_leaderboard
-        from forge.report.run_html import leaderboard_html
+        from forge.report.render import print_leaderboard
 
-        formats = {**FORMATS, "html": leaderboard_html}
+        formats = _run_formats()
         _check_format(fmt, formats, "a run folder", field)
         report = build_leaderboard(run)
         print_leaderboard(report, out, top=top or 10)
@@ -418,10 +417,9 @@ def _report_config(folder: Path, runs: list[Path], fmt: str | None, output: Path
     tune --config` ends; with --format each run's file is written in its own folder."""
     from forge.commands.runs import print_rows, run_row
     from forge.report.leaderboard import build_leaderboard
-    from forge.report.render import FORMATS, print_leaderboard
-    from forge.report.run_html import leaderboard_html
+    from forge.report.render import print_leaderboard
 
-    formats = {**FORMATS, "html": leaderboard_html}
+    formats = _run_formats()
     _check_format(fmt, formats, "a run folder", field)
     if output is not None:
         raise ForgeInputError("--output", f"{folder} holds the runs of {len(runs)} shapes, one leaderboard each; give "
@@ -435,8 +433,15 @@ def _report_config(folder: Path, runs: list[Path], fmt: str | None, output: Path
             with writing("--format", target):
                 target.write_text(formats[fmt](report))
             out.print(f"wrote {target}")
-    print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {build_leaderboard(runs[0]).info['problem']['op']}",
-               out)
+    print_rows([run_row(r) for r in runs], f"{len(runs)} shapes of {report.info['problem']['op']}", out)
+
+
+def _run_formats() -> dict[str, Any]:
+    """What `forge report --format` writes for a run: the renderers by format name."""
+    from forge.report.render import FORMATS
+    from forge.report.run_html import leaderboard_html
+
+    return {**FORMATS, "html": leaderboard_html}
 
 
 def _check_format(fmt: str | None, formats: dict[str, Any], what: str, field: str = "--format") -> None:

@@ -210,6 +210,7 @@ def test_cann_bench_value_ranges_are_read_as_cann_bench_reads_them():
     assert cann_input_ranges([0, 0], 2) == [[0.0, 0.0], [0.0, 1.0]]
     assert cann_input_ranges([float("-inf"), float("inf")], 2) is None
     assert cann_input_ranges(["nan", "nan"], 2) is None
+    assert cann_input_ranges([1, -1], 2) is None             # no uniform draw: forge's inputs, said in notes
 
 
 def test_a_cann_bench_case_draws_its_inputs_from_its_value_range():

@@ -12,9 +12,8 @@ The suites in `benchmarks/suites/` go through the same functions (`import_sol_de
 """
 from __future__ import annotations
 
-import math
-
 import json
+import math
 import re
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -493,8 +492,8 @@ CANN_MAPPERS: dict[str, Callable[[CannCase], Mapped]] = {
 def cann_input_ranges(value_range: Any, n_inputs: int) -> list[list[float]] | None:
     """Each input's [lo, hi] as cann-bench reads a case's value_range ([CB] src/kernel_eval/data/
     data_generator.py: one [lo, hi] is the first input's and the others take (0, 1); a list of
-    ranges is per input, the last repeated), or None where a bound is not a finite number (its
-    special values: inf, nan), which forge does not draw."""
+    ranges is per input, the last repeated), or None where one is not a finite [lo, hi] with
+    lo <= hi (its special values inf and nan among them), which forge does not draw."""
     if not isinstance(value_range, list) or not value_range:
         return None
     if not isinstance(value_range[0], list):
@@ -505,7 +504,8 @@ def cann_input_ranges(value_range: Any, n_inputs: int) -> list[list[float]] | No
     for r in per_input[:n_inputs]:
         pair = (r * 2)[:2] if isinstance(r, list) and len(r) == 1 else r
         if not (isinstance(pair, list) and len(pair) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)):
+                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
+                and pair[0] <= pair[1]):
             return None
         out.append([float(pair[0]), float(pair[1])])
     return out
@@ -572,7 +572,7 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
                              + ", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in ranges))
             else:
                 notes.append(f"cann-bench draws inputs from {raw['value_range']}; forge uses its own seeded inputs "
-                             + ("(a special value)" if ranges is None else
+                             + ("(not a finite [lo, hi])" if ranges is None else
                                 f"({len(shapes)} cann-bench inputs, {n_forge} of forge's)"))
         suite.cases.append(BenchCase(CANN, op_key, source_id, case_id, m.op, m.shape, m.dtype, m.attrs, axes,
                                      tolerance, notes))

@@ -308,5 +308,3 @@ def time_left(spent: dict[str, list[float]], ops_left: list[str]) -> str:
     seconds = sum(sum(spent[op]) / len(spent[op]) if spent.get(op) else overall for op in ops_left)
     minutes = seconds / 60
     return f" (about {minutes:.0f} min left)" if minutes >= 1 else " (under a minute left)"
-
-
