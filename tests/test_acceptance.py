@@ -53,6 +53,29 @@ def test_cann_bench_needs_mere_and_mare_under_its_thresholds():
     assert acceptance.violation({"kind": "cann"}, "float16", tiny * 1.5, tiny) is None   # off by < 2^-16
 
 
+def test_cann_bench_takes_infs_as_its_compare_does():
+    """[CB] compare.py: an inf on both sides, of one sign, is a match left out of MERE/MARE; an inf
+    on one side only is taken as the dtype's largest value of its sign and compared (an output
+    saturated at 65504 where the golden cast to float16 is inf passes, an inf where the golden is
+    1.0 does not); infs of opposite signs fail."""
+    ref = np.concatenate([np.linspace(0.5, 1.5, 100), [7e4, -7e4]])      # the last two overflow float16
+    got = round_to_dtype(ref, "float16").astype(np.float64)
+    assert np.isinf(got[-2:]).all()
+    cann = {"kind": "cann"}
+    assert acceptance.violation(cann, "float16", got, ref) is None
+    assert acceptance.measures(cann, "float16", got, ref)["normal_checked"] == 100
+    saturated = got.copy()
+    saturated[-2:] = [65504.0, -65504.0]
+    assert acceptance.violation(cann, "float16", saturated, ref) is None
+    stray = got.copy()
+    stray[0] = np.inf                                                    # golden 0.5: 65504 is far off
+    assert "1 normal-range values off" in acceptance.violation(cann, "float16", stray, ref)
+    flipped = got.copy()
+    flipped[-1] = np.inf
+    assert acceptance.violation(cann, "float16", flipped, ref) == (
+        "cann-bench's criterion: 1 values are inf of the opposite sign to its golden's")
+
+
 def test_cann_bench_judges_cancellation_positions_by_its_same_dtype_golden():
     """[CB] compare.py: a value whose golden is below 2^-5 (fp16) and not small, where the variant
     reads below 2^-5 too, is a cancellation position: its relative errors are judged by their count

@@ -82,7 +82,7 @@ def test_check_flags_nan_and_wrong_values():
     assert op.check(p, x, ref).ok
     bad = ref.copy(); bad[1, 2] = np.nan
     m = op.check(p, x, bad)
-    assert not m.ok and m.nan_count == 1 and "non-finite" in m.reason
+    assert not m.ok and m.nan_count == 1 and "NaN output values" in m.reason
     bad = ref.copy(); bad[3, 1] += 1e-2
     m = op.check(p, x, bad)
     assert not m.ok and "row 3 col 1" in m.reason
@@ -143,6 +143,29 @@ def test_check_samples_rows_of_large_outputs_but_scans_all_for_nan():
     assert m.ok and m.checked == op.full_check_rows * 4
     ref[19999, 0] = np.nan
     assert op.check(p, x, ref).nan_count == 1
+
+
+def test_an_inf_is_right_only_where_the_reference_overflows_the_dtype():
+    """swiglu of float16 inputs near ±65504 (cann-bench swi_glu case 10): a product past 65504 is inf
+    in the float16 output, as in the float64 reference cast to float16; an inf anywhere else is
+    wrong, and a sampled check still judges every row that holds one."""
+    op = get_op("swiglu")
+    p = op.problem({"M": 20000, "N": 4}, "float16")
+    rng = np.random.default_rng(0)
+    x = {s.name: round_to_dtype(rng.uniform(-65504, 65504, s.shape), "float16") for s in op.inputs(p)}
+    ref = op.reference(p, x)
+    out = round_to_dtype(ref, "float16")
+    assert np.isinf(out).any() and not np.isinf(ref).any()
+    m = op.check(p, x, out)
+    assert m.ok and m.inf_count == int(np.isinf(out).sum()) and m.nan_count == 0
+    finite = np.flatnonzero(~np.isinf(out).any(axis=1))
+    wrong = out.copy()
+    wrong[finite[len(finite) // 2], 0] = np.inf                # a row the sample need not draw
+    m = op.check(p, x, wrong)
+    assert not m.ok and f"row {finite[len(finite) // 2]} col 0: got inf" in m.reason
+    flipped = out.copy()
+    flipped[np.isinf(out)] *= -1                               # the right overflow, the wrong sign
+    assert not op.check(p, x, flipped).ok
 
 
 @pytest.mark.parametrize("row", [0, 19999])

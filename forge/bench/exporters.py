@@ -130,7 +130,7 @@ def trace_line(case: dict[str, Any], solution: str | None, hardware: str) -> dic
     if status in ("PASSED", "INCORRECT_NUMERICAL"):
         err = case.get("errors") or {}
         ev["correctness"] = {"max_relative_error": err.get("max_rel"), "max_absolute_error": err.get("max_abs"),
-                             "has_nan": bool(err.get("nan_count")), "has_inf": False,
+                             "has_nan": bool(err.get("nan_count")), "has_inf": bool(err.get("inf_count")),
                              # what forge checked: its own bound, and this workload's tolerance spec
                              # where the case's run applied it
                              "extra": {"forge_checked": case.get("tolerance_applied"),

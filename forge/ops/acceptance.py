@@ -94,15 +94,20 @@ def measures(spec: dict[str, Any] | None, dtype: str, got: np.ndarray, expected:
     t = cann["threshold"].get(dtype)
     if t is None:
         return {}
-    from forge.ops.base import round_to_dtype     # forge.ops.base imports this module
+    from forge.ops.base import dtype_max, round_to_dtype     # forge.ops.base imports this module
 
-    # [CB] compare.py: the float64 golden rounded to the output dtype is what both are compared with
+    # [CB] compare.py: the float64 golden rounded to the output dtype is what both are compared with;
+    # an inf on both sides is a match left out (of opposite signs, a failure), an inf on one side
+    # only is taken as the dtype's largest value of its sign and compared as any other
     golden = round_to_dtype(expected, dtype).astype(np.float64)
+    both_inf = np.isinf(got) & np.isinf(golden)
+    inf_sign_errors = int(np.count_nonzero(both_inf & (np.sign(got) != np.sign(golden))))
+    valid = ~both_inf & ~np.isnan(got) & ~np.isnan(golden)
+    top = dtype_max(dtype)
+    got, golden = np.clip(got[valid], -top, top), np.clip(golden[valid], -top, top)
     g = np.abs(golden)
-    valid = np.isfinite(got) & np.isfinite(golden)
-    got, golden, g = got[valid], golden[valid], g[valid]
     if not got.size:
-        return {}
+        return {"inf_sign_errors": inf_sign_errors} if inf_sign_errors else {}
     err = np.abs(got - golden)
     rel = err / (g + cann["eps"])
     cpu = np.zeros_like(err) if same_dtype is None else np.abs(np.asarray(same_dtype, np.float64)[valid] - golden)
@@ -112,6 +117,8 @@ def measures(spec: dict[str, Any] | None, dtype: str, got: np.ndarray, expected:
     normal = ~small & ~cancel
     mare_t = cann["mare_factor"] * t
     out: dict[str, Any] = {"mere": float(rel.mean()), "mare": float(rel.max()), "normal_checked": int(normal.sum())}
+    if inf_sign_errors:
+        out["inf_sign_errors"] = inf_sign_errors
     for name, region, off, cpu_off in (("small", small, err > cann["small_error"][dtype],
                                         cpu > cann["small_error"][dtype]),
                                        ("cancel", cancel, rel > mare_t, cpu_rel > mare_t),
@@ -194,6 +201,8 @@ def judge(spec: dict[str, Any] | None, dtype: str, m: dict[str, Any]) -> str | N
         return None
     cann = _data()["cann"]
     t = cann["threshold"][dtype]
+    if m.get("inf_sign_errors"):
+        return f"cann-bench's criterion: {m['inf_sign_errors']} values are inf of the opposite sign to its golden's"
     if m.get("mere") is None or _passed_outright(m, dtype):
         return None
     failures = _range_failures(m)

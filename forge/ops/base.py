@@ -59,22 +59,45 @@ class ErrorMetrics:
     # the benchmark's own numbers over the checked values, when the problem carries its criterion
     # (forge/ops/acceptance.py measures)
     criterion: dict[str, Any] = field(default_factory=dict)
+    # ±inf output values: each one checked, and exact only where the reference overflows the dtype
+    inf_count: int = 0
 
     def as_dict(self) -> dict[str, Any]:
         return {"max_abs": self.max_abs, "max_rel": self.max_rel, "nan_count": self.nan_count,
-                "checked": self.checked, **({"criterion": self.criterion} if self.criterion else {})}
+                "inf_count": self.inf_count, "checked": self.checked,
+                **({"criterion": self.criterion} if self.criterion else {})}
 
 
 def round_to_dtype(x: np.ndarray, dtype: str) -> np.ndarray:
-    """Round float values to what `dtype` can hold, returned as float32 (the exchange format)."""
-    x = np.asarray(x, dtype=np.float32)
-    if dtype == "float16":
-        return x.astype(np.float16).astype(np.float32)
+    """Round float values to what `dtype` can hold, returned as float32 (the exchange format); a
+    value past the dtype's largest becomes inf of its sign, as a cast to it does."""
+    with np.errstate(over="ignore"):
+        x = np.asarray(x, dtype=np.float32)
+        if dtype == "float16":
+            return x.astype(np.float16).astype(np.float32)
     if dtype == "bfloat16":
         bits = x.view(np.uint32)
         rounded = ((bits + 0x7FFF + ((bits >> 16) & 1)) & 0xFFFF0000).astype(np.uint32)
         return rounded.view(np.float32)
     return x
+
+
+def dtype_max(dtype: str) -> float:
+    """The largest finite value `dtype` holds (bfloat16: float32's exponent, 8 significant bits)."""
+    if dtype == "float16":
+        return float(np.finfo(np.float16).max)
+    if dtype == "bfloat16":
+        return float(np.array(0x7F7F0000, dtype=np.uint32).view(np.float32))
+    return float(np.finfo(np.float32).max)
+
+
+def overflows_to(expected: np.ndarray, dtype: str) -> np.ndarray:
+    """The float64 reference as `dtype` holds it where it cannot: ±inf past the dtype's largest
+    value (a float16 product past 65504), NaN wherever the dtype holds the value. A kernel whose
+    output is in `dtype` gives that same inf there, as cann-bench's golden, cast to the output
+    dtype, does ([CB] src/kernel_eval/utils/compare.py)."""
+    rounded = round_to_dtype(expected, dtype)
+    return np.where(np.isinf(rounded), rounded, np.nan)
 
 
 class Op(ABC):
@@ -178,14 +201,18 @@ class Op(ABC):
         out = np.asarray(output, dtype=np.float64).reshape(spec.shape)
         n_rows, row_len = self.rows(p)
         flat = out.reshape(n_rows, row_len)
-        nan_count = int(np.count_nonzero(~np.isfinite(flat)))
+        # NaN is the poison a run's outputs start as (an element left unwritten) or an invalid
+        # operation; ±inf is an overflow, right only where the reference overflows the dtype too
+        nan_count = int(np.count_nonzero(np.isnan(flat)))
+        inf_rows = np.flatnonzero(np.isinf(flat).any(axis=1))
         if n_rows <= self.full_check_rows:
             rows = np.arange(n_rows)
         else:
-            # the first and last rows always (a tail is where a tiling goes wrong), the rest drawn
+            # the first and last rows always (a tail is where a tiling goes wrong), the rest drawn,
+            # and every row holding an inf, so each inf is judged against the reference
             rng = np.random.default_rng(seed)
             inner = rng.choice(np.arange(1, n_rows - 1), size=self.full_check_rows - 2, replace=False)
-            rows = np.sort(np.concatenate([[0, n_rows - 1], inner]))
+            rows = np.unique(np.concatenate([[0, n_rows - 1], inner, inf_rows]))
         # One BLAS thread: on the CPU target the next kernel timed shares this machine's cores, and
         # OpenBLAS workers keep spinning for a while after a call returns, long enough to land in
         # that kernel's first repetitions. The demo's finalists timed back to back (2 cores, runs of
@@ -196,7 +223,8 @@ class Op(ABC):
             expected = self.reference_rows(p, inputs, rows)
         got = flat[rows]
         atol, _ = self.tolerance(p.dtype)
-        diff = np.abs(got - expected)
+        with np.errstate(invalid="ignore"):
+            diff = np.where(got == overflows_to(expected, p.dtype), 0.0, np.abs(got - expected))
         allowed = self.allowed_error(p, expected)
         with np.errstate(invalid="ignore", divide="ignore"):
             rel = diff / np.maximum(np.abs(expected), 1e-30)
@@ -214,7 +242,7 @@ class Op(ABC):
             criterion = acceptance.measures(p.acceptance, p.dtype, got, expected, same_dtype)
         reason = ""
         if nan_count:
-            reason = f"{nan_count} non-finite output values (poisoned NaN left unwritten or overflow)"
+            reason = f"{nan_count} NaN output values (poisoned output left unwritten, or an invalid operation)"
         elif n_bad:
             idx = np.unravel_index(int(np.argmax(np.where(bad, diff, -1))), bad.shape)
             reason = (f"{n_bad} of {bad.size} checked values outside {self.tolerance_text(p)}; "
@@ -223,7 +251,8 @@ class Op(ABC):
         else:
             reason = self.invariant_violation(p, out) or acceptance.judge(p.acceptance, p.dtype, criterion) or ""
             ok = not reason
-        return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason, criterion)
+        return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason, criterion,
+                            inf_count=int(np.count_nonzero(np.isinf(flat))))
 
     def same_dtype_rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray,
                         expected: np.ndarray) -> np.ndarray:
