@@ -95,6 +95,31 @@ def test_rmsnorm_kernel_with_scalar_parameters(build):
     np.testing.assert_allclose(res.outputs["y"][:, :cols].astype(np.float64), ref, rtol=2e-3, atol=2e-3)
 
 
+@pytest.mark.parametrize("dtype,values,n,expected", [
+    # the vendor's own example: 60000 + 60000 is kept at 65504, then 65504 - 29900 = 35604 (not
+    # 90100 = inf), each step rounded to half: -29900 -> -29904, 35600 -> 35584 (ties to even)
+    ("half", {0: 60000, 1: 60000, 2: -30000, 3: 100}, 4, 35584.0),
+    # adjacent pairs within a repeat: (1e8 + 1) + (-1e8 + 1) = 0 in float, where in order it is 1
+    ("float", {0: 1e8, 1: 1, 2: -1e8, 3: 1}, 4, 0.0),
+    # the repeats' sums in order: ((1e8 + 1) - 1e8) + 1 = 1, where as a tree it is 0
+    ("float", {0: 1e8, 64: 1, 128: -1e8, 192: 1}, 256, 1.0),
+])
+def test_reduce_sum_adds_in_the_documented_order_and_precision(build, dtype, values, n, expected):
+    """ReduceSum's count form on Atlas A2 (CANN 8.5 atlasascendc_api_07_0078): a binary tree of
+    adjacent pairs within each 256 B repeat, the repeats' sums one after another, each addition in
+    the element type, a half past 65504 kept at 65504."""
+    r = build("reduce_sum.cpp", {"DTYPE": dtype})
+    np_dtype = np.float16 if dtype == "half" else np.float32
+    x = np.zeros(1024, np_dtype)
+    for i, v in values.items():
+        x[i] = v
+    out = 32 // x.itemsize
+    res = run_kernel(r, {"x": x}, {"y": ((out,), "float16" if dtype == "half" else "float32")}, args=["x", "y", n],
+                     block_dim=1)
+    assert res.ok, res.error_detail
+    assert float(res.outputs["y"][0]) == expected
+
+
 @pytest.mark.parametrize("trans_b", [0, 1])
 def test_cube_matmul_kernel(build, trans_b):
     r = build("matmul.cpp", {"TRANS_B": trans_b})

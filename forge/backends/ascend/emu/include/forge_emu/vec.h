@@ -365,6 +365,18 @@ inline void store_index(const LocalTensor<T>& dst, uint32_t at, uint32_t idx) {
 }
 }  // namespace detail
 
+namespace detail {
+// One addition of a reduction in T: the float sum rounded to T, a half sum of two finite values past
+// 65504 kept at ±65504 ("计算结果大于65504时结果保存为65504"; ReduceSum, CANN 8.5 atlasascendc_api_07_0078).
+template <typename T>
+inline T reduce_add(T a, T b) {
+  float s = (float)a + (float)b;
+  if constexpr (std::is_same_v<T, half>)
+    if (std::isfinite((float)a) && std::isfinite((float)b)) s = std::min(65504.f, std::max(-65504.f, s));
+  return T(s);
+}
+}  // namespace detail
+
 template <typename T>
 __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>& src, const LocalTensor<T>& sharedTmpBuffer,
                                  const int32_t count, forge_emu::Loc loc = forge_emu::Loc::current()) {
@@ -373,9 +385,20 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
   detail::vcheck(src, 0, (uint64_t)count * sizeof(T), "ReduceSum", loc, &I, false);
   detail::vcheck(dst, 0, sizeof(T), "ReduceSum", loc, &I, true);
   detail::vcheck(sharedTmpBuffer, 0, 0, "ReduceSum", loc);
-  float acc = 0.f;
-  for (int32_t i = 0; i < count; ++i) acc += (float)src.raw()[i];
-  dst.raw()[0] = T(acc);
+  // The count form on Atlas A2 adds "way two": a binary tree of adjacent pairs within each 256 B
+  // repeat, the repeats' sums one after another, every addition in T; its sharedTmpBuffer, of any
+  // size, keeps its values ("方式二"; ReduceSum, CANN 8.5 atlasascendc_api_07_0078).
+  const int32_t per = 256 / (int32_t)sizeof(T);
+  std::vector<T> lane(per);
+  T acc = T(0.f);
+  for (int32_t r0 = 0; r0 < count; r0 += per) {
+    const int32_t k = std::min(per, count - r0);
+    for (int32_t i = 0; i < per; ++i) lane[i] = i < k ? src.raw()[r0 + i] : T(0.f);
+    for (int32_t w = per / 2; w >= 1; w /= 2)
+      for (int32_t i = 0; i < w; ++i) lane[i] = detail::reduce_add(lane[2 * i], lane[2 * i + 1]);
+    acc = r0 == 0 ? lane[0] : detail::reduce_add(acc, lane[0]);
+  }
+  dst.raw()[0] = acc;
 }
 #define FORGE_EMU_REDUCE_EXT(NAME, BETTER)                                                                       \
   template <typename T>                                                                                         \
