@@ -95,20 +95,27 @@ def test_rmsnorm_kernel_with_scalar_parameters(build):
     np.testing.assert_allclose(res.outputs["y"][:, :cols].astype(np.float64), ref, rtol=2e-3, atol=2e-3)
 
 
-@pytest.mark.parametrize("dtype,values,n,expected", [
+# (dtype, values at their indices, n, the documented result)
+VENDOR_EXAMPLE = ("half", {0: 60000, 1: 60000, 2: -30000, 3: 100}, 4, 35584.0)
+PAIRS = ("float", {0: 1e8, 1: 1, 2: -1e8, 3: 1}, 4, 0.0)
+REPEATS_IN_ORDER = ("float", {0: 1e8, 64: 1, 128: -1e8, 192: 1}, 256, 1.0)
+
+
+@pytest.mark.parametrize("form,dtype,values,n,expected", [
     # the vendor's own example: 60000 + 60000 is kept at 65504, then 65504 - 29900 = 35604 (not
     # 90100 = inf), each step rounded to half: -29900 -> -29904, 35600 -> 35584 (ties to even)
-    ("half", {0: 60000, 1: 60000, 2: -30000, 3: 100}, 4, 35584.0),
-    # adjacent pairs within a repeat: (1e8 + 1) + (-1e8 + 1) = 0 in float, where in order it is 1
-    ("float", {0: 1e8, 1: 1, 2: -1e8, 3: 1}, 4, 0.0),
-    # the repeats' sums in order: ((1e8 + 1) - 1e8) + 1 = 1, where as a tree it is 0
-    ("float", {0: 1e8, 64: 1, 128: -1e8, 192: 1}, 256, 1.0),
+    *[(form, *VENDOR_EXAMPLE) for form in (0, 1, 2)],
+    # adjacent pairs: (1e8 + 1) + (-1e8 + 1) = 0 in float, where in order it is 1
+    *[(form, *PAIRS) for form in (0, 1, 2)],
+    # ReduceSum: the repeats' sums in order, ((1e8 + 1) - 1e8) + 1 = 1, where as a tree it is 0
+    (0, *REPEATS_IN_ORDER),
 ])
-def test_reduce_sum_adds_in_the_documented_order_and_precision(build, dtype, values, n, expected):
-    """ReduceSum's count form on Atlas A2 (CANN 8.5 atlasascendc_api_07_0078): a binary tree of
-    adjacent pairs within each 256 B repeat, the repeats' sums one after another, each addition in
-    the element type, a half past 65504 kept at 65504."""
-    r = build("reduce_sum.cpp", {"DTYPE": dtype})
+def test_reductions_add_in_the_documented_order_and_precision(build, form, dtype, values, n, expected):
+    """A repeat's (and a 32 B block's) sum is a binary tree of adjacent pairs, each addition in the
+    element type, a half past 65504 kept at 65504 (ReduceSum CANN 8.5 atlasascendc_api_07_0078,
+    BlockReduceSum atlasascendc_api_07_0084); ReduceSum's count form on Atlas A2 adds the repeats'
+    sums one after another. FORM: 0 ReduceSum, 1 WholeReduceSum, 2 BlockReduceSum."""
+    r = build("reduce_sum.cpp", {"DTYPE": dtype, "FORM": form})
     np_dtype = np.float16 if dtype == "half" else np.float32
     x = np.zeros(1024, np_dtype)
     for i, v in values.items():

@@ -375,6 +375,15 @@ inline T reduce_add(T a, T b) {
     if (std::isfinite((float)a) && std::isfinite((float)b)) s = std::min(65504.f, std::max(-65504.f, s));
   return T(s);
 }
+// A repeat's (or a block's) sum as the vector unit forms it: adjacent pairs added, then pairs of
+// those, down to one ("二叉树", ReduceSum atlasascendc_api_07_0078 and BlockReduceSum
+// atlasascendc_api_07_0084); `lane` holds a power of two of values, masked-out ones as 0.
+template <typename T>
+inline T tree_sum(std::vector<T>& lane) {
+  for (size_t w = lane.size() / 2; w >= 1; w /= 2)
+    for (size_t i = 0; i < w; ++i) lane[i] = reduce_add(lane[2 * i], lane[2 * i + 1]);
+  return lane[0];
+}
 }  // namespace detail
 
 template <typename T>
@@ -394,9 +403,8 @@ __aicore__ inline void ReduceSum(const LocalTensor<T>& dst, const LocalTensor<T>
   for (int32_t r0 = 0; r0 < count; r0 += per) {
     const int32_t k = std::min(per, count - r0);
     for (int32_t i = 0; i < per; ++i) lane[i] = i < k ? src.raw()[r0 + i] : T(0.f);
-    for (int32_t w = per / 2; w >= 1; w /= 2)
-      for (int32_t i = 0; i < w; ++i) lane[i] = detail::reduce_add(lane[2 * i], lane[2 * i + 1]);
-    acc = r0 == 0 ? lane[0] : detail::reduce_add(acc, lane[0]);
+    const T sum = detail::tree_sum(lane);
+    acc = r0 == 0 ? sum : detail::reduce_add(acc, sum);
   }
   dst.raw()[0] = acc;
 }
@@ -443,16 +451,18 @@ inline void reduce_hd(const char* op, const LocalTensor<T>& dst, const LocalTens
     for (int g = 0; g < groups; ++g) {
       float acc = kind == Red::SUM ? 0.f : NAN; uint32_t bi = 0; bool any = false;
       int e0 = per_block ? g * epb : 0, e1 = per_block ? (g + 1) * epb : per;
+      std::vector<T> lane(kind == Red::SUM ? e1 - e0 : 0, T(0.f));
       for (int e = e0; e < e1; ++e) {
         if (!mask.test(e)) continue;
         src.check_range(hd_off<T>(r, e, srcBlkStride, srcRepStride), sizeof(T), op, loc, &I, false);
         T x; std::memcpy(&x, reinterpret_cast<const uint8_t*>(src.raw()) + hd_off<T>(r, e, srcBlkStride, srcRepStride), sizeof(T));
         float v = (float)x;
-        if (kind == Red::SUM) acc += v;
+        if (kind == Red::SUM) lane[e - e0] = x;
         else if (!any || (kind == Red::MAX ? v > acc : v < acc)) { acc = v; bi = (uint32_t)e; }
         any = true;
       }
-      if (!any && kind != Red::SUM) acc = 0.f;
+      if (kind == Red::SUM) acc = (float)tree_sum(lane);
+      else if (!any) acc = 0.f;
       uint64_t at = (uint64_t)r * dstRepStride * out_len;
       if (per_block) vals.push_back({at + g, acc});
       else if (!with_index) vals.push_back({at, acc});
