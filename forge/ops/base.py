@@ -204,7 +204,8 @@ class Op(ABC):
         # NaN is the poison a run's outputs start as (an element left unwritten) or an invalid
         # operation; ±inf is an overflow, right only where the reference overflows the dtype too
         nan_count = int(np.count_nonzero(np.isnan(flat)))
-        inf_rows = np.flatnonzero(np.isinf(flat).any(axis=1))
+        infs = np.isinf(flat)
+        inf_rows = np.flatnonzero(infs.any(axis=1))
         if n_rows <= self.full_check_rows:
             rows = np.arange(n_rows)
         else:
@@ -252,7 +253,7 @@ class Op(ABC):
             reason = self.invariant_violation(p, out) or acceptance.judge(p.acceptance, p.dtype, criterion) or ""
             ok = not reason
         return ErrorMetrics(ok, max_abs, max_rel, nan_count, int(got.size), reason, criterion,
-                            inf_count=int(np.count_nonzero(np.isinf(flat))))
+                            inf_count=int(np.count_nonzero(infs)))
 
     def same_dtype_rows(self, p: Problem, inputs: dict[str, np.ndarray], rows: np.ndarray,
                         expected: np.ndarray) -> np.ndarray:

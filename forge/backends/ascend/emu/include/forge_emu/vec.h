@@ -363,9 +363,7 @@ inline void store_index(const LocalTensor<T>& dst, uint32_t at, uint32_t idx) {
   if constexpr (sizeof(T) == 2) { uint16_t v = (uint16_t)idx; std::memcpy(p, &v, 2); }
   else { std::memcpy(p, &idx, 4); }
 }
-}  // namespace detail
 
-namespace detail {
 // One addition of a reduction in T: the float sum rounded to T, a half sum of two finite values past
 // 65504 kept at ±65504 ("计算结果大于65504时结果保存为65504"; ReduceSum, CANN 8.5 atlasascendc_api_07_0078).
 template <typename T>
