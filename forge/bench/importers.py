@@ -353,7 +353,7 @@ def import_sol_definition(defn: dict[str, Any], workloads: list[dict[str, Any]],
                        defn.get("reference", "") or "", defn.get("description", "") or "")
         try:
             m = mapper(view)
-            get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
+            problem = get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
         except NotSupported as exc:
             unsupported(str(exc))
             continue
@@ -554,7 +554,7 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
         try:
             m = mapper(CannCase(op_key, case_id, shapes, [float_dts[0]], attrs))
             _check_dtype(m.op, m.dtype)
-            get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
+            problem = get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
         except NotSupported as exc:
             unsupported(str(exc))
             continue
@@ -564,7 +564,7 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
         notes = list(m.notes)
         tolerance: dict[str, Any] = {"kind": "cann-bench MERE/MARE", "dtype": m.dtype}
         if raw.get("value_range") is not None:
-            n_forge = len(get_op(m.op).inputs(get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))))
+            n_forge = len(get_op(m.op).inputs(problem))
             ranges = cann_input_ranges(raw["value_range"], len(shapes))
             if ranges is not None and len(ranges) == n_forge:
                 tolerance["inputs"] = ranges
