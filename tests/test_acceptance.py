@@ -225,13 +225,19 @@ def test_a_cann_bench_gqa_case_passes_on_the_ascend_emulator(tmp_path):
 
 def test_cann_bench_value_ranges_are_read_as_cann_bench_reads_them():
     """[CB] data_generator.py: one [lo, hi] is the first input's and the others draw from (0, 1); a
-    list of ranges is per input, its last repeated; special values are not drawn by forge."""
+    list of ranges is per input, its last repeated; a bound is clamped to the dtype's finite range
+    (`_gen_float`), so [-inf, inf] spans every finite value; a NaN bound cannot be drawn."""
     from forge.bench.importers import cann_input_ranges
 
     assert cann_input_ranges([-1, 1], 3) == [[-1.0, 1.0], [0.0, 1.0], [0.0, 1.0]]
     assert cann_input_ranges([[-2, 2], [0, 5]], 3) == [[-2.0, 2.0], [0.0, 5.0], [0.0, 5.0]]
     assert cann_input_ranges([0, 0], 2) == [[0.0, 0.0], [0.0, 1.0]]
-    assert cann_input_ranges([float("-inf"), float("inf")], 2) is None
+    inf = float("inf")
+    assert cann_input_ranges([-inf, inf], 2, "float16") == [[-65504.0, 65504.0], [0.0, 1.0]]
+    assert cann_input_ranges([-inf, inf], 1, "bfloat16") == [[-3.3895313892515355e38, 3.3895313892515355e38]]
+    assert cann_input_ranges([-1e6, 2], 1, "float16") == [[-65504.0, 2.0]]
+    assert cann_input_ranges([-inf, inf], 1) == [[-float(np.finfo(np.float32).max), float(np.finfo(np.float32).max)]]
+    assert cann_input_ranges([float("nan"), float("nan")], 2) is None
     assert cann_input_ranges(["nan", "nan"], 2) is None
     assert cann_input_ranges([1, -1], 2) is None             # no uniform draw: forge's inputs, said in notes
 

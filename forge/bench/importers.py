@@ -26,6 +26,7 @@ from forge.bench.axes import UnknownName, evaluate, resolve_axes
 from forge.bench.cases import BenchCase, Suite, Unsupported
 from forge.errors import ForgeInputError
 from forge.ops import OPS, get_op
+from forge.ops.base import dtype_max
 from forge.yamlio import load_yaml
 
 SOL = "sol_execbench"
@@ -489,26 +490,40 @@ CANN_MAPPERS: dict[str, Callable[[CannCase], Mapped]] = {
 }
 
 
-def cann_input_ranges(value_range: Any, n_inputs: int) -> list[list[float]] | None:
+def cann_input_ranges(value_range: Any, n_inputs: int, dtype: str = "float32") -> list[list[float]] | None:
     """Each input's [lo, hi] as cann-bench reads a case's value_range ([CB] src/kernel_eval/data/
     data_generator.py: one [lo, hi] is the first input's and the others take (0, 1); a list of
-    ranges is per input, the last repeated), or None where one is not a finite [lo, hi] with
-    lo <= hi (its special values inf and nan among them), which forge does not draw."""
+    ranges is per input, the last repeated), or None where one is not a [lo, hi] with lo <= hi.
+
+    An infinite bound is taken as the dtype's largest finite value of its sign, as cann-bench's
+    `_gen_float` clamps a float range to `torch.finfo(dtype)` before drawing (a YAML `.inf` is a
+    float there, not the string 'inf' its `_gen_special` fills infs for), so [-inf, inf] draws
+    uniformly over every finite value of the dtype. A NaN bound is None: cann-bench's generator
+    cannot draw from it either (torch's `uniform_` refuses a NaN bound, "from is out of bounds")."""
     if not isinstance(value_range, list) or not value_range:
         return None
     if not isinstance(value_range[0], list):
         per_input: list[Any] = [value_range] + [[0.0, 1.0]] * (n_inputs - 1)
     else:
         per_input = list(value_range) + [value_range[-1]] * max(0, n_inputs - len(value_range))
+    top = dtype_max(dtype)
     out = []
     for r in per_input[:n_inputs]:
         pair = (r * 2)[:2] if isinstance(r, list) and len(r) == 1 else r
         if not (isinstance(pair, list) and len(pair) == 2 and all(
-                isinstance(v, (int, float)) and not isinstance(v, bool) and math.isfinite(v) for v in pair)
-                and pair[0] <= pair[1]):
+                isinstance(v, (int, float)) and not isinstance(v, bool) and not math.isnan(v) for v in pair)):
             return None
-        out.append([float(pair[0]), float(pair[1])])
+        lo, hi = (min(max(float(v), -top), top) for v in pair)
+        if lo > hi:
+            return None
+        out.append([lo, hi])
     return out
+
+
+def _has_nan(value: Any) -> bool:
+    if isinstance(value, list):
+        return any(_has_nan(v) for v in value)
+    return isinstance(value, float) and math.isnan(value)
 
 
 def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[dict[str, Any]], *,
@@ -565,15 +580,17 @@ def import_cann_task(operator: str, proto: dict[str, Any] | None, cases: list[di
         tolerance: dict[str, Any] = {"kind": "cann-bench MERE/MARE", "dtype": m.dtype}
         if raw.get("value_range") is not None:
             n_forge = len(get_op(m.op).inputs(problem))
-            ranges = cann_input_ranges(raw["value_range"], len(shapes))
+            ranges = cann_input_ranges(raw["value_range"], len(shapes), m.dtype)
             if ranges is not None and len(ranges) == n_forge:
                 tolerance["inputs"] = ranges
                 notes.append("inputs drawn as cann-bench draws them: uniform in "
                              + ", ".join(f"[{lo:g}, {hi:g}]" for lo, hi in ranges))
             else:
+                why = (f"{len(shapes)} cann-bench inputs, {n_forge} of forge's" if ranges is not None else
+                       "cann-bench cannot draw from a NaN bound either: torch's uniform_ refuses it"
+                       if _has_nan(raw["value_range"]) else "not a [lo, hi] with lo <= hi")
                 notes.append(f"cann-bench draws inputs from {raw['value_range']}; forge uses its own seeded inputs "
-                             + ("(not a finite [lo, hi])" if ranges is None else
-                                f"({len(shapes)} cann-bench inputs, {n_forge} of forge's)"))
+                             f"({why})")
         suite.cases.append(BenchCase(CANN, op_key, source_id, case_id, m.op, m.shape, m.dtype, m.attrs, axes,
                                      tolerance, notes))
     return suite
