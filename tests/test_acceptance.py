@@ -9,7 +9,7 @@ from forge.bench.runner import acceptance_of, settings_for
 from forge.config import TuneSettings
 from forge.errors import ForgeInputError
 from forge.ops import acceptance, get_op
-from forge.ops.base import round_to_dtype
+from forge.ops.base import dtype_max, round_to_dtype
 
 SOL = {"kind": "sol", "max_atol": 1e-2, "max_rtol": 1e-2, "required_matched_ratio": 0.99, "max_error_cap": None}
 
@@ -263,3 +263,23 @@ def test_a_cann_bench_case_draws_its_inputs_from_its_value_range():
         acceptance.check_spec({"kind": "cann", "inputs": [[1, 0]]})
     with pytest.raises(ForgeInputError, match="acceptance.range: not a cann-bench key"):
         acceptance.check_spec({"kind": "cann", "range": [0, 1]})
+
+
+def test_a_cann_bench_inf_range_draws_every_finite_value_and_a_nan_range_keeps_forges_inputs():
+    """The suite's swi_glu case 12 ([-inf, inf], bfloat16) draws over bfloat16's whole finite range,
+    every value finite and exact in bfloat16; case 13 ([nan, nan]) keeps forge's inputs and says why."""
+    from dataclasses import replace
+
+    from forge.bench.suites import load_suite
+
+    cases = {c.case_id: c for c in load_suite("cannbench").cases if c.source_name == "swi_glu"}
+    spec = acceptance_of(cases["12"])
+    top = dtype_max("bfloat16")
+    assert spec == {"kind": "cann", "inputs": [[-top, top]]}
+    op = get_op("swiglu")
+    p = replace(op.problem({"M": 64, "N": 64}, "bfloat16"), acceptance=spec)
+    x = op.make_inputs(p, 0)["x"]
+    assert np.isfinite(x).all() and np.abs(x).max() > 0.9 * top and np.abs(x).min() < 0.1 * top
+    assert np.all(x == round_to_dtype(x, "bfloat16"))
+    assert acceptance_of(cases["13"]) == {"kind": "cann"}
+    assert any("NaN bound" in n for n in cases["13"].notes)
