@@ -226,7 +226,7 @@ def _run_on(backend, cache_dir, tmp_path, p, cfg, x):
     x.astype(np.float32).tofile(tmp_path / "in.bin")
     subprocess.run([art.path, str(tmp_path / "in.bin"), str(tmp_path / "out.bin"), "0", "0", "0"], check=True,
                    capture_output=True, timeout=60)
-    return np.fromfile(tmp_path / "out.bin", np.float32).reshape(x.shape)
+    return np.fromfile(tmp_path / "out.bin", np.float32).reshape(get_op(p.op).output(p).shape)
 
 
 @pytest.mark.parametrize("op", ["softmax", "softmax_axis"])
@@ -252,3 +252,31 @@ def test_softmax_of_masked_scores_has_no_nan(backend, cache_dir, tmp_path, op):
     for cfg in configs[:: max(1, len(configs) // 12)] + [c for c in configs if c["algo"] == "online"][:4]:
         y = _run_on(backend, cache_dir, tmp_path, p, cfg, x)
         assert not np.isnan(y).any() and np.abs(y - ref).max() < 1e-5, cfg
+
+
+def test_swiglu_of_extreme_inputs_is_the_float64_result_in_float(backend, cache_dir, tmp_path):
+    """cann-bench's [-inf, inf] swi_glu case draws over the whole float range. silu(a) * b is then
+    -0 for a very negative a and inf where the product overflows: the kernel computed a * b first
+    (inf, then inf / inf = NaN in the scalar tail) and its vector exp stopped at 2.4e38 (silu(-3e38)
+    read -1.25). Every value, in whole vectors and in the tail, is the float64 result cast to float."""
+    import numpy as np
+
+    from forge.ops.base import overflows_to
+
+    p = get_op("swiglu").problem(dict(M=4, N=21))
+    # no a in about [-180, -88.4]: there e^-a passes what float's exp holds (silu(a) reads -0), yet
+    # a * e^a times b = 3e38 is not negligible (a = -100: 1.1e-3)
+    a_vals = np.array([-3e38, -1e30, -40.0, -1.0, 0.0, 2.0, 88.8, 1e30, 3e38], np.float32)
+    b_vals = np.array([3e38, -3e38, 1e-30, -2.0, 1.0], np.float32)
+    rng = np.random.default_rng(0)
+    x = np.concatenate([rng.choice(a_vals, (4, 21)), rng.choice(b_vals, (4, 21))], axis=1).astype(np.float32)
+    op = get_op("swiglu")
+    ref = op.reference_rows(p, {"x": x}, np.arange(4))
+    inf_ref = overflows_to(ref, "float32")
+    finite = ~np.isinf(inf_ref)
+    assert np.isinf(inf_ref).any() and finite.any()
+    for cfg in backend.space(p).enumerate().configs()[:4]:
+        y = _run_on(backend, cache_dir, tmp_path, p, cfg, x)
+        assert not np.isnan(y).any(), cfg
+        assert np.array_equal(y[~finite], inf_ref[~finite]), cfg
+        assert np.allclose(y[finite], ref[finite], rtol=1e-5, atol=1e-30), cfg
