@@ -66,6 +66,13 @@ def test_swiglu_configs_correct(backend, cache_dir, m, n, index):
     _build_and_run(backend, cache_dir, get_op("swiglu").problem(dict(M=m, N=n)), index)
 
 
+@pytest.mark.parametrize("m,n", [(700, 3), (1031, 1), (300, 7)])
+def test_swiglu_rows_shorter_than_a_vector_correct(backend, cache_dir, m, n):
+    """N < vec: y walked as one flat array, a and b of each lane loaded from its own row; several
+    work items of COLS values, the last one short and ending in a scalar tail."""
+    _build_and_run(backend, cache_dir, get_op("swiglu").problem(dict(M=m, N=n)), 0)
+
+
 def test_causal_rows_without_keys_are_zero(backend, cache_dir):
     """Sq > Skv, bottom-right causal: the first Sq - Skv query rows see no key; output is zero."""
     p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=40, Skv=8, D=16), "float32", {"causal": True})
@@ -254,7 +261,8 @@ def test_softmax_of_masked_scores_has_no_nan(backend, cache_dir, tmp_path, op):
         assert not np.isnan(y).any() and np.abs(y - ref).max() < 1e-5, cfg
 
 
-def test_swiglu_of_extreme_inputs_is_the_float64_result_in_float(backend, cache_dir, tmp_path):
+@pytest.mark.parametrize("n", [21, 3])        # whole vectors and a tail in a row; rows shorter than a vector
+def test_swiglu_of_extreme_inputs_is_the_float64_result_in_float(backend, cache_dir, tmp_path, n):
     """cann-bench's [-inf, inf] swi_glu case draws over the whole float range. silu(a) * b is then
     -0 for a very negative a and inf where the product overflows: the kernel computed a * b first
     (inf, then inf / inf = NaN in the scalar tail) and its vector exp stopped at 2.4e38 (silu(-3e38)
@@ -263,15 +271,15 @@ def test_swiglu_of_extreme_inputs_is_the_float64_result_in_float(backend, cache_
 
     from forge.ops.base import overflows_to
 
-    p = get_op("swiglu").problem(dict(M=4, N=21))
+    p = get_op("swiglu").problem(dict(M=5, N=n))
     # no a in about [-180, -88.4]: there e^-a passes what float's exp holds (silu(a) reads -0), yet
     # a * e^a times b = 3e38 is not negligible (a = -100: 1.1e-3)
     a_vals = np.array([-3e38, -1e30, -40.0, -1.0, 0.0, 2.0, 88.8, 1e30, 3e38], np.float32)
     b_vals = np.array([3e38, -3e38, 1e-30, -2.0, 1.0], np.float32)
     rng = np.random.default_rng(0)
-    x = np.concatenate([rng.choice(a_vals, (4, 21)), rng.choice(b_vals, (4, 21))], axis=1).astype(np.float32)
+    x = np.concatenate([rng.choice(a_vals, (5, n)), rng.choice(b_vals, (5, n))], axis=1).astype(np.float32)
     op = get_op("swiglu")
-    ref = op.reference_rows(p, {"x": x}, np.arange(4))
+    ref = op.reference_rows(p, {"x": x}, np.arange(5))
     inf_ref = overflows_to(ref, "float32")
     finite = ~np.isinf(inf_ref)
     assert np.isinf(inf_ref).any() and finite.any()
