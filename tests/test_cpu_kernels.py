@@ -261,6 +261,42 @@ def test_softmax_of_masked_scores_has_no_nan(backend, cache_dir, tmp_path, op):
         assert not np.isnan(y).any() and np.abs(y - ref).max() < 1e-5, cfg
 
 
+@pytest.mark.parametrize("op,shape", [
+    # N = 100: with 16 lanes, a group of 4 vectors, 2 vectors one at a time, 4 elements one by one
+    ("softmax", dict(M=3, N=100)),
+    # I = 101 in blocks of 16 or 64 columns: blocks of whole vectors, a block of 37 that ends with a
+    # vector overlapping the one before it, a block of 5 narrower than a vector
+    ("softmax_axis", dict(B=2, K=5, I=101)),
+])
+def test_softmax_past_the_whole_vector_groups_correct(backend, cache_dir, tmp_path, op, shape):
+    """Every kernel shape (algorithm x vector width x unroll or column block) on a length that leaves
+    whole vectors after the unrolled groups and elements after the whole vectors, with -inf among
+    them: the vectors one at a time, the scalar elements and the overlapping last vector of a
+    column block (whose lanes before the tail must be counted once) all match the float64 result."""
+    import numpy as np
+
+    p = get_op(op).problem(shape)
+    x = np.random.default_rng(1).standard_normal(tuple(shape.values())).astype(np.float32) * 3
+    if op == "softmax":
+        x[0, -3:] = -np.inf              # among the elements one by one
+        x[1, 64:96] = -np.inf            # the vectors past the unrolled groups
+        axis = 1
+    else:
+        x[0, 0, 80:] = -np.inf           # the first row of the overlapped and the tail columns
+        x[1, 1:, 99] = -np.inf
+        axis = 1
+    ref = np.exp(x.astype(np.float64) - x.max(axis, keepdims=True))
+    ref /= ref.sum(axis, keepdims=True)
+    shaping = ("algo", "vec", "unroll") if op == "softmax" else ("algo", "vec", "cw")
+    kernels = {}
+    for cfg in backend.space(p).enumerate().configs():
+        kernels.setdefault(tuple(cfg[k] for k in shaping), cfg)
+    assert len(kernels) == (12 if op == "softmax" else 8)
+    for cfg in kernels.values():
+        y = _run_on(backend, cache_dir, tmp_path, p, cfg, x)
+        assert np.abs(y - ref).max() < 1e-5, cfg
+
+
 @pytest.mark.parametrize("n", [21, 3])        # whole vectors and a tail in a row; rows shorter than a vector
 def test_swiglu_of_extreme_inputs_is_the_float64_result_in_float(backend, cache_dir, tmp_path, n):
     """cann-bench's [-inf, inf] swi_glu case draws over the whole float range. silu(a) * b is then
