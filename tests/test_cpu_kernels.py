@@ -282,13 +282,11 @@ def test_softmax_past_the_whole_vector_groups_correct(backend, cache_dir, tmp_pa
     if op == "softmax":
         x[0, -3:] = -np.inf              # among the elements one by one
         x[1, 64:96] = -np.inf            # the vectors past the unrolled groups
-        axis = 1
     else:
         x[0, 0, -21:] = -np.inf          # the first row of the overlapped and the tail columns
         x[1, 1:, -2] = -np.inf
-        axis = 1
-    ref = np.exp(x.astype(np.float64) - x.max(axis, keepdims=True))
-    ref /= ref.sum(axis, keepdims=True)
+    ref = np.exp(x.astype(np.float64) - x.max(1, keepdims=True))   # axis 1: N of [M, N], K of [B, K, I]
+    ref /= ref.sum(1, keepdims=True)
     shaping = ("algo", "vec", "unroll") if op == "softmax" else ("algo", "vec", "cw")
     distinct = {}
     for cfg in backend.space(p).enumerate().configs():

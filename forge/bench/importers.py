@@ -354,7 +354,7 @@ def import_sol_definition(defn: dict[str, Any], workloads: list[dict[str, Any]],
                        defn.get("reference", "") or "", defn.get("description", "") or "")
         try:
             m = mapper(view)
-            problem = get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
+            get_op(m.op).problem(dict(m.shape), m.dtype, dict(m.attrs))
         except NotSupported as exc:
             unsupported(str(exc))
             continue
