@@ -31,16 +31,22 @@ def _configs_covering_every_value(space, seed: int) -> list[dict]:
     return list(picked.values())
 
 
-def test_every_value_of_every_attention_knob_is_correct(backend, cache_dir):
+@pytest.mark.parametrize("shape,orders", [
+    (dict(B=1, Hq=4, Hkv=2, Sq=120, Skv=230, D=24), {"head", "group"}),
+    # decode-like: 3 heads a kv head share the lanes; a block of 16 lanes holds 5 queries of each
+    # head (the last block 2), one of 32 holds all 7 and leaves 11 lanes empty
+    (dict(B=2, Hq=6, Hkv=2, Sq=7, Skv=70, D=24), {"head", "group", "lanes"}),
+])
+def test_every_value_of_every_attention_knob_is_correct(backend, cache_dir, shape, orders):
     """GQA, causal, tails everywhere (Sq, Skv not multiples of any block; D=24 packs V at vec=16 and
     reads it in place at vec=8); every block size, tile shape, order, vec, schedule and thread count."""
-    p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=2, Sq=120, Skv=230, D=24), "float32", {"causal": True})
+    p = get_op("attention").problem(shape, "float32", {"causal": True})
     space = backend.space(p)
     configs = _configs_covering_every_value(space, seed=7)
     every = space.enumerate().configs()
     for param in space.params:   # the sweep really covers every value a valid config can take
         assert {c[param.name] for c in configs} == {c[param.name] for c in every}, param.name
-    assert {c["vec"] for c in configs} == {8, 16} and {c["order"] for c in configs} == {"head", "group"}
+    assert {c["vec"] for c in configs} == {8, 16} and {c["order"] for c in configs} == orders
     failures = []
     for i, cfg in enumerate(configs):
         v = Variant(p, "cpu", cfg)
@@ -139,3 +145,25 @@ def test_matmul_baseline_is_the_gemm_at_the_fixed_config():
     cfg = baseline_gemm_config(300, 200, 100, False, target, 2)
     assert "static void mm_block(" in text and f"mc={cfg['mc']} nc={cfg['nc']} kc={cfg['kc']}" in text
     assert "packed GEMM" in cgen.unfused_label(p)
+
+
+@pytest.mark.parametrize("shape,causal", [
+    (dict(B=2, Hq=8, Hkv=2, Sq=1, Skv=45, D=16), False),     # decode: 4 heads x 1 query in 16 lanes
+    (dict(B=1, Hq=6, Hkv=2, Sq=7, Skv=70, D=24), True),      # 3 heads: blocks of 5 queries and a tail of 2
+    (dict(B=1, Hq=16, Hkv=1, Sq=3, Skv=33, D=32), True),     # 16 heads: 1 query each in 16 lanes, 2 in 32
+])
+def test_heads_sharing_the_lanes_correct(backend, cache_dir, shape, causal):
+    """order=lanes: lane r holds query r / HL of head r % HL. Every block_q, vec and the smallest and
+    largest PV row tile, so rows past the heads' queries, partial query blocks and (causal) the
+    diagonal mask by query rather than by lane are all checked against the float64 reference."""
+    p = get_op("attention").problem(shape, "float32", {"causal": causal})
+    lanes = [c for c in backend.space(p).enumerate().configs() if c["order"] == "lanes" and c["threads"] == 2]
+    picked = {(c["block_q"], c["vec"], c["mr"]): c for c in lanes if c["mr"] in (1, 8)}
+    assert len({k[0] for k in picked}) == (1 if shape["Sq"] == 1 else 2) and len(picked) >= 4
+    failures = []
+    for i, cfg in enumerate(picked.values()):
+        v = Variant(p, "cpu", cfg)
+        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
+        if m.status != "ok":
+            failures.append((cfg, m.status, m.reason[:200]))
+    assert not failures, failures

@@ -32,6 +32,25 @@ def test_mha_offers_only_per_head_order(backend):
     assert sp.param("order").values == ("head",)
     sp = backend.space(_problem("attention", dict(B=1, Hq=4, Hkv=2, S=64, D=32)))
     assert set(sp.param("order").values) == {"head", "group"}
+    sp = backend.space(_problem("attention", dict(B=1, H=4, Sq=1, Skv=64, D=32)))
+    assert sp.param("order").values == ("head",)
+
+
+def test_heads_share_the_lanes_only_where_a_head_leaves_lanes_empty(backend):
+    """order=lanes is offered below the smallest block_q (16 queries); its block_q is capped by the
+    group's query rows padded, and must hold one query of every head of the group."""
+    assert "lanes" not in backend.space(_problem("attention", dict(B=1, Hq=8, Hkv=2, Sq=16, Skv=64, D=32))).param(
+        "order").values
+    sp = backend.space(_problem("attention", dict(B=1, Hq=8, Hkv=2, Sq=5, Skv=64, D=32)))
+    assert set(sp.param("order").values) == {"head", "group", "lanes"}
+    lanes = _base_attention() | {"order": "lanes"}
+    assert not sp.check(lanes | {"block_q": 32, "qv": 2})              # 4 heads x 5 queries pad to 32
+    assert any("block_q<=padded Sq: 64 > 32: 4 heads x Sq=5 padded to a multiple of 16" in r
+               for r in sp.check(lanes | {"block_q": 64}))
+    assert any("block_q<=padded Sq: 32 > 16: Sq=5" in r for r in sp.check(_base_attention() | {"block_q": 32}))
+    sp = backend.space(_problem("attention", dict(B=1, Hq=32, Hkv=1, Sq=1, Skv=64, D=32)))
+    assert any(r.startswith("lanes hold the group: block_q=16 < 32") for r in sp.check(lanes))
+    assert not sp.check(lanes | {"block_q": 32, "qv": 2})
 
 
 def _base_attention():

@@ -64,7 +64,8 @@ def _c_float(x: float) -> str:
 def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     s = p.shape
     group = attention_group(p)
-    G = group if cfg["order"] == "group" else 1
+    G = group if cfg["order"] == "group" else 1      # lane sets: heads with BQ query lanes each
+    HL = group if cfg["order"] == "lanes" else 1     # heads sharing the lanes of one set
     vec = cfg["vec"]
     dp = int(padded_dp(s["D"], vec))
     pack_v = bool(attention_pack_v(p, vec))
@@ -76,7 +77,7 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     layout, total = scratch_layout({k: int(np.asarray(v)) for k, v in sizes.items()})
     # PV register tile: mr rows x up to (max_accumulators // mr) head-dim vectors per pass
     per_step = max(1, space_data()["max_accumulators"] // cfg["mr"])
-    return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HT=s["Hq"] // G, DP=dp,
+    return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HL=HL, HT=s["Hq"] // (G * HL), DP=dp,
                   pack_v=pack_v, scratch=layout, scratch_total=total,
                   pv_chunks=_split_chunks(dp // vec, per_step),
                   causal=bool(p.attrs.get("causal")), qscale=_c_float(Attention.scale(p) * math.log2(math.e)),

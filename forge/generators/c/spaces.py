@@ -102,18 +102,24 @@ def attention_scratch_floats(p: Problem, c: Any) -> dict[str, Any]:
 def attention_space(p: Problem, target: Target) -> Space:
     d = space_data()
     a = d["attention"]
-    orders = a["order"] if attention_group(p) > 1 else ["head"]  # MHA: both orders are one kernel
+    group = attention_group(p)
+    # MHA: every order is one kernel; lanes only pays where a head's queries leave lanes empty
+    decode = p.shape["Sq"] < min(a["block_q"])
+    orders = [o for o in a["order"] if o == "head" or group > 1 and (o != "lanes" or decode)]
     params = [_ordered("block_q", a["block_q"], "query rows per task"),
               _ordered("block_kv", a["block_kv"], "keys per block (online softmax step)"),
               _ordered("vec", a["vec"], "floats per SIMD vector"),
               _ordered("kr", a["kr"], "keys per S = Q K^T register tile"),
               _ordered("qv", a["qv"], "query vectors per S = Q K^T register tile"),
               _ordered("mr", a["mr"], "query rows per O += P V register tile"),
-              choice("order", orders, doc="head: one head per task; group: a GQA group per task")]
+              choice("order", orders, doc="head: one head per task; group: a GQA group per task; "
+                                          "lanes: a GQA group per task, its heads sharing the query lanes")]
     params += _common_params(d, a)
     usage = lambda c: sum(attention_scratch_floats(p, c).values()) * FLOAT  # noqa: E731
     rules = [
-        _block_rule("block_q", "Sq", p.shape["Sq"], min(a["block_q"])),
+        _query_block_rule(p, group, min(a["block_q"])),
+        Constraint("lanes hold the group", lambda c: (c["order"] != "lanes") | (c["block_q"] >= group),
+                   lambda c: f"block_q={c['block_q']} < {group} query heads sharing a kv head"),
         _block_rule("block_kv", "Skv", p.shape["Skv"], min(a["block_kv"])),
         _divides("query micro-tile divides block_q", "block_q", lambda c: c["qv"] * c["vec"], "qv*vec"),
         _divides("kr divides block_kv", "block_kv", lambda c: c["kr"], "kr"),
@@ -125,6 +131,18 @@ def attention_space(p: Problem, target: Target) -> Space:
         _threads_rule(target),
     ]
     return Space(params, rules)
+
+
+def _query_block_rule(p: Problem, group: int, smallest: int) -> Constraint:
+    """block_q <= the task's query rows padded: Sq, or with order=lanes the group's Sq rows of each head."""
+    sq = p.shape["Sq"]
+    cap = lambda c: roundup(np.where(c["order"] == "lanes", group * sq, sq), smallest)  # noqa: E731
+
+    def explain(c: dict[str, Any]) -> str:
+        rows = f"{group} heads x Sq={sq}" if c["order"] == "lanes" else f"Sq={sq}"
+        return f"{c['block_q']} > {int(cap(c))}: {rows} padded to a multiple of {smallest}"
+
+    return Constraint("block_q<=padded Sq", lambda c: c["block_q"] <= cap(c), explain)
 
 
 def _vector_step_rule(n: int, vecs: list[int]) -> Constraint:
