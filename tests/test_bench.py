@@ -603,7 +603,7 @@ def test_a_rerun_into_a_bench_with_other_settings_is_refused_where_it_runs_may_c
             (4, {"sampler": "random", "seed": 0, "bank": False}, "without --no-bank, now with it")):
         with pytest.raises(ForgeInputError, match=re.escape(needle)):
             run_bench(suite, "cpu", tmp_path, budget_per_case=budget, options=options)
-    with pytest.raises(ForgeInputError, match=re.escape("its 4 cases, now 2 of which 0 new (--ops)")):
+    with pytest.raises(ForgeInputError, match=re.escape("its 4 cases, now 2 of which 0 new (--ops, --cases)")):
         run_bench(Suite("t", "test suite", suite.cases[:2], []), "cpu", tmp_path, budget_per_case=4,
                   options={"sampler": "random", "seed": 0})
     # where it runs may change, and the same settings continue it
@@ -761,3 +761,26 @@ def test_the_suite_means_the_problems_sol_scores_and_sums_cann_bench_operators_o
     assert one["mean_sol_score"] > 0
     assert board["total"]["mean_sol_score"] == pytest.approx(one["mean_sol_score"] / 2)
     assert board["total"]["cann_total_score"] == 0
+
+
+def test_cases_option_selects_by_id_and_names_an_id_that_selects_nothing(tmp_path):
+    """`--cases 11-13,20` is those four ids; an id no case has, or a backwards range, is an input
+    error that names --cases before anything is written."""
+    from typer.testing import CliRunner
+
+    from forge.cli import app
+    from forge.commands.bench import case_ids
+
+    assert case_ids(["11-13,20", "20"]) == ["11", "12", "13", "20"]
+    uuid = "3f2a-11-4b"                               # a SOL workload id holding '-' is one id
+    assert case_ids([uuid]) == [uuid]
+    s = make_suite().select_cases(["16", "99"])
+    assert [c.case_id for c in s.cases] == ["16"] and [u.case_id for u in s.unsupported] == ["99"]
+    assert make_suite().case_ids() == ["8", "16", "32", "64", "99"]
+    base = ["bench", "--suite", "cannbench", "--target", "cpu", "--ops", "gqa", "--out", str(tmp_path / "b")]
+    for cases, needle in (("19-21", "no case of suite 'cannbench' (--ops) has id 21; allowed: 1, 2, 3"),
+                          ("17-11", "range '17-11' runs backwards"), (",", "names no case")):
+        res = CliRunner().invoke(app, base + ["--cases", cases])
+        assert isinstance(res.exception, ForgeInputError) and res.exception.field == "--cases", res.output
+        assert needle in str(res.exception), str(res.exception)
+    assert not (tmp_path / "b").exists()

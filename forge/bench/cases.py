@@ -84,6 +84,19 @@ class Suite:
         return [o for o in ops if not any(_matches(c.op, c.source_name, {o.lower()}) for c in self.cases)
                 and not any(_matches(None, u.source_name, {o.lower()}) for u in self.unsupported)]
 
+    def select_cases(self, ids: list[str] | None) -> "Suite":
+        """Keep the cases (and unsupported entries) whose case_id is one of `ids`."""
+        if not ids:
+            return self
+        wanted = set(ids)
+        return Suite(self.name, self.description, [c for c in self.cases if c.case_id in wanted],
+                     [u for u in self.unsupported if u.case_id in wanted], self.origin)
+
+    def case_ids(self) -> list[str]:
+        """Every case_id of the suite, numbers in numeric order."""
+        ids = {c.case_id for c in self.cases} | {u.case_id for u in self.unsupported}
+        return sorted(ids, key=lambda i: (not i.isdigit(), int(i) if i.isdigit() else 0, i))
+
 
 def _matches(op: str | None, name: str, wanted: set[str]) -> bool:
     """A forge op, a benchmark name, or that name without its number prefix or its variant suffix."""

@@ -239,7 +239,7 @@ def settings_changed(old: dict[str, Any], suite: Suite, budget_per_case: int | N
     cases_now = {c.key for c in suite.cases}
     if cases_before != cases_now:
         changed.append(f"its {len(cases_before)} cases, now {len(cases_now)} of which "
-                       f"{len(cases_now - cases_before)} new (--ops)")
+                       f"{len(cases_now - cases_before)} new (--ops, --cases)")
     problem = ("op", "shape", "dtype", "attrs")
     was = {c.get("key"): {k: c.get(k) for k in problem} for c in old.get("cases", [])}
     edited = [c.key for c in suite.cases

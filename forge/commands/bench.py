@@ -25,6 +25,9 @@ def bench(
     target: str = typer.Option(..., "--target", help="target name (see `forge targets`)"),
     ops: Optional[list[str]] = typer.Option(None, "--ops", help="only these forge ops or benchmark operator names; "
                                                                 "repeat or comma-separate"),
+    cases: Optional[list[str]] = typer.Option(None, "--cases", help="only these case ids (cann-bench case_id, "
+                                                                    "SOL-ExecBench workload uuid); a range like "
+                                                                    "11-17; repeat or comma-separate"),
     budget_per_case: Optional[int] = typer.Option(None, "--budget-per-case", min=1, help="trials per case"),
     out: Optional[Path] = typer.Option(None, "--out", help="bench folder (default results/bench-<suite>-<target>); "
                                                            "rerunning into it resumes"),
@@ -66,6 +69,13 @@ def bench(
         names = sorted({c.op for c in whole.cases} | {c.source_name for c in whole.cases})
         raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; "
                                        f"{allowed_list(unmatched[0], names)}")
+    if cases is not None:
+        ids = case_ids(cases)
+        missing = [i for i in ids if i not in set(s.case_ids())]
+        if missing:
+            raise ForgeInputError("--cases", f"no case of suite {s.name!r}{' (--ops)' if wanted else ''} has id "
+                                             f"{','.join(missing)}; {allowed_list(missing[0], s.case_ids())}")
+        s = s.select_cases(ids)
     name = Path(suite).stem if Path(suite).is_file() else suite     # a suite file: its name without .yaml
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"
     typer.echo(f"suite {s.name}: {plural(len(s.cases), 'case')}, {len(s.unsupported)} unsupported; folder {bench_dir}")
@@ -107,6 +117,24 @@ def bench(
         # as `forge tune` without a correct variant: a script sees that the bench has no result
         typer.echo(f"no case of {bench_dir} passed: see the reasons in its report; exit status 1", err=True)
         raise typer.Exit(1)
+
+
+def case_ids(items: list[str]) -> list[str]:
+    """`--cases` values as ids: comma-separated, and `a-b` of two numbers as every number from a to b
+    (a SOL-ExecBench uuid holds '-' too, but never between two numbers alone)."""
+    ids: list[str] = []
+    for part in (p.strip() for item in items for p in item.split(",")):
+        lo, sep, hi = part.partition("-")
+        if sep and lo.isdigit() and hi.isdigit():
+            if int(lo) > int(hi):
+                raise ForgeInputError("--cases", f"range {part!r} runs backwards; write the smaller id first")
+            ids += [str(i) for i in range(int(lo), int(hi) + 1)]
+        elif part:
+            ids.append(part)
+    if not ids:
+        raise ForgeInputError("--cases", f"names no case ({' '.join(map(repr, items))}); leave --cases out for "
+                                         "every case")
+    return list(dict.fromkeys(ids))
 
 
 def register(app: typer.Typer) -> None:
