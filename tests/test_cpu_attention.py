@@ -153,13 +153,34 @@ def test_matmul_baseline_is_the_gemm_at_the_fixed_config():
     (dict(B=1, Hq=16, Hkv=1, Sq=3, Skv=33, D=32), True),     # 16 heads: 1 query each in 16 lanes, 2 in 32
 ])
 def test_heads_sharing_the_lanes_correct(backend, cache_dir, shape, causal):
-    """order=lanes: lane r holds query r / HL of head r % HL. Every block_q, vec and the smallest and
-    largest PV row tile, so rows past the heads' queries, partial query blocks and (causal) the
-    diagonal mask by query rather than by lane are all checked against the float64 reference."""
+    """order=lanes: lane r holds query r / HL of head r % HL. Every block_q, vec, both forms of
+    S = Q K^T and the smallest and largest PV row tile, so rows past the heads' queries, partial
+    query blocks and (causal) the diagonal mask by query rather than by lane are all checked
+    against the float64 reference."""
     p = get_op("attention").problem(shape, "float32", {"causal": causal})
     lanes = [c for c in backend.space(p).enumerate().configs() if c["order"] == "lanes" and c["threads"] == 2]
-    picked = {(c["block_q"], c["vec"], c["mr"]): c for c in lanes if c["mr"] in (1, 8)}
-    assert len({k[0] for k in picked}) == (1 if shape["Sq"] == 1 else 2) and len(picked) >= 4
+    picked = {(c["block_q"], c["vec"], c["mr"], c["qk"]): c for c in lanes if c["mr"] in (1, 8)}
+    assert len({k[0] for k in picked}) == (1 if shape["Sq"] == 1 else 2) and len(picked) >= 8
+    failures = []
+    for i, cfg in enumerate(picked.values()):
+        v = Variant(p, "cpu", cfg)
+        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
+        if m.status != "ok":
+            failures.append((cfg, m.status, m.reason[:200]))
+    assert not failures, failures
+
+
+@pytest.mark.parametrize("shape,causal", [
+    (dict(B=2, Hq=3, Hkv=3, Sq=1, Skv=45, D=24), False),     # MHA decode; D=24 leaves a tail past whole vectors
+    (dict(B=1, Hq=4, Hkv=2, Sq=2, Skv=37, D=40), True),
+])
+def test_dot_product_scores_correct(backend, cache_dir, shape, causal):
+    """qk=dot: S = Q K^T as KR dot products along D for the lanes holding a query, every order, vec,
+    KR and the smallest and largest PV row tile, against the float64 reference."""
+    p = get_op("attention").problem(shape, "float32", {"causal": causal})
+    dot = [c for c in backend.space(p).enumerate().configs() if c["qk"] == "dot" and c["mr"] in (1, 8)]
+    picked = {(c["order"], c["vec"], c["kr"], c["mr"]): c for c in dot}
+    assert {k[2] for k in picked} == set(space_data()["attention"]["kr"]) and len(picked) >= 12
     failures = []
     for i, cfg in enumerate(picked.values()):
         v = Variant(p, "cpu", cfg)

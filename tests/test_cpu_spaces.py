@@ -90,3 +90,16 @@ def test_check_uses_the_same_rules_as_enumeration(backend):
     for cfg in sp.iter_cartesian():
         assert (not sp.check(cfg)) == (tuple(sorted(cfg.items())) in valid)
     assert backend.check(Variant(_problem("softmax", dict(M=3, N=10)), "cpu", e.config(0))).ok
+
+
+def test_dot_product_scores_are_offered_for_decode_with_one_query_vector(backend):
+    """qk (outer-product tiles or dot products along D) is a knob only where lanes go empty (Sq below
+    the smallest block_q); qv shapes only the outer-product tile, so qk=dot takes qv=1 alone."""
+    names = lambda shape: [q.name for q in backend.space(_problem("attention", shape)).params]  # noqa: E731
+    assert "qk" not in names(dict(B=1, H=4, Sq=16, Skv=64, D=32))
+    sp = backend.space(_problem("attention", dict(B=1, H=4, Sq=1, Skv=64, D=32)))
+    assert sp.param("qk").values == ("outer", "dot")
+    dot = _base_attention() | {"block_q": 32, "qk": "dot"}
+    assert not sp.check(dot | {"block_q": 16})
+    assert any(r.startswith("dot scores take no query tile: qk=dot with qv=2") for r in sp.check(dot | {"qv": 2}))
+    assert not sp.check(dot | {"block_q": 16, "qk": "outer", "vec": 8, "qv": 2})

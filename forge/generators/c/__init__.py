@@ -78,6 +78,7 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     # PV register tile: mr rows x up to (max_accumulators // mr) head-dim vectors per pass
     per_step = max(1, space_data()["max_accumulators"] // cfg["mr"])
     return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HL=HL, HT=s["Hq"] // (G * HL), DP=dp,
+                  dot=cfg.get("qk") == "dot",
                   pack_v=pack_v, scratch=layout, scratch_total=total,
                   pv_chunks=_split_chunks(dp // vec, per_step),
                   causal=bool(p.attrs.get("causal")), qscale=_c_float(Attention.scale(p) * math.log2(math.e)),

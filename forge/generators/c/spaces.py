@@ -94,7 +94,8 @@ def attention_scratch_floats(p: Problem, c: Any) -> dict[str, Any]:
     g = np.where(c["order"] == "group", attention_group(p), 1)
     dp = padded_dp(D, c["vec"])
     bq, bkv = c["block_q"], c["block_kv"]
-    return {"Q": g * D * bq, "O": g * bq * dp, "S": bkv * bq,
+    q_row = np.where(c.get("qk", "outer") == "dot", dp, D)     # dot packs Q row-major, rows padded to DP
+    return {"Q": g * q_row * bq, "O": g * bq * dp, "S": bkv * bq,
             "V": np.where(attention_pack_v(p, c["vec"]), bkv * dp, 0),
             "K tile": bkv * D, "V tile": bkv * D, "m/l": 2 * g * bq, "alpha": bq}
 
@@ -114,6 +115,9 @@ def attention_space(p: Problem, target: Target) -> Space:
               _ordered("mr", a["mr"], "query rows per O += P V register tile"),
               choice("order", orders, doc="head: one head per task; group: a GQA group per task; "
                                           "lanes: a GQA group per task, its heads sharing the query lanes")]
+    if decode:
+        params.append(choice("qk", a["qk"], doc="S = Q K^T as outer-product register tiles (outer) or as dot "
+                                                "products along D for the lanes holding a query (dot)"))
     params += _common_params(d, a)
     usage = lambda c: sum(attention_scratch_floats(p, c).values()) * FLOAT  # noqa: E731
     rules = [
@@ -121,6 +125,8 @@ def attention_space(p: Problem, target: Target) -> Space:
         Constraint("lanes hold the group", lambda c: (c["order"] != "lanes") | (c["block_q"] >= group),
                    lambda c: f"block_q={c['block_q']} < {group} query heads sharing a kv head"),
         _block_rule("block_kv", "Skv", p.shape["Skv"], min(a["block_kv"])),
+        Constraint("dot scores take no query tile", lambda c: (c.get("qk", "outer") != "dot") | (c["qv"] == 1),
+                   lambda c: f"qk=dot with qv={c['qv']}: qv only shapes the outer-product tile; use qv=1"),
         _divides("query micro-tile divides block_q", "block_q", lambda c: c["qv"] * c["vec"], "qv*vec"),
         _divides("kr divides block_kv", "block_kv", lambda c: c["kr"], "kr"),
         _divides("mr divides block_q", "block_q", lambda c: c["mr"], "mr"),
