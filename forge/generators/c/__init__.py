@@ -81,6 +81,7 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
                   dot=cfg.get("qk") == "dot",
                   pack_v=pack_v, scratch=layout, scratch_total=total,
                   pv_chunks=_split_chunks(dp // vec, per_step),
+                  pv_chunks_row=_split_chunks(dp // vec, space_data()["max_accumulators"]),
                   causal=bool(p.attrs.get("causal")), qscale=_c_float(Attention.scale(p) * math.log2(math.e)),
                   **s, **cfg)
 
