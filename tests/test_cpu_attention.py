@@ -31,6 +31,17 @@ def _configs_covering_every_value(space, seed: int) -> list[dict]:
     return list(picked.values())
 
 
+def _all_correct(backend, cache_dir, p, configs: list[dict]) -> None:
+    """Build and run every config once against the float64 reference; name each that fails."""
+    failures = []
+    for i, cfg in enumerate(configs):
+        v = Variant(p, "cpu", cfg)
+        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
+        if m.status != "ok":
+            failures.append((cfg, m.status, m.reason[:200]))
+    assert not failures, failures
+
+
 @pytest.mark.parametrize("shape,orders", [
     (dict(B=1, Hq=4, Hkv=2, Sq=120, Skv=230, D=24), {"head", "group"}),
     # decode-like: 3 heads a kv head share the lanes; a block of 16 lanes holds 5 queries of each
@@ -47,13 +58,7 @@ def test_every_value_of_every_attention_knob_is_correct(backend, cache_dir, shap
     for param in space.params:   # the sweep really covers every value a valid config can take
         assert {c[param.name] for c in configs} == {c[param.name] for c in every}, param.name
     assert {c["vec"] for c in configs} == {8, 16} and {c["order"] for c in configs} == orders
-    failures = []
-    for i, cfg in enumerate(configs):
-        v = Variant(p, "cpu", cfg)
-        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
-        if m.status != "ok":
-            failures.append((cfg, m.status, m.reason[:200]))
-    assert not failures, failures
+    _all_correct(backend, cache_dir, p, configs)
 
 
 def test_split_chunks_are_balanced():
@@ -161,13 +166,7 @@ def test_heads_sharing_the_lanes_correct(backend, cache_dir, shape, causal):
     lanes = [c for c in backend.space(p).enumerate().configs() if c["order"] == "lanes" and c["threads"] == 2]
     picked = {(c["block_q"], c["vec"], c["mr"], c["qk"]): c for c in lanes if c["mr"] in (1, 8)}
     assert len({k[0] for k in picked}) == (1 if shape["Sq"] == 1 else 2) and len(picked) >= 8
-    failures = []
-    for i, cfg in enumerate(picked.values()):
-        v = Variant(p, "cpu", cfg)
-        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
-        if m.status != "ok":
-            failures.append((cfg, m.status, m.reason[:200]))
-    assert not failures, failures
+    _all_correct(backend, cache_dir, p, list(picked.values()))
 
 
 @pytest.mark.parametrize("shape,causal", [
@@ -181,10 +180,4 @@ def test_dot_product_scores_correct(backend, cache_dir, shape, causal):
     dot = [c for c in backend.space(p).enumerate().configs() if c["qk"] == "dot" and c["mr"] in (1, 8)]
     picked = {(c["order"], c["vec"], c["kr"], c["mr"]): c for c in dot}
     assert {k[2] for k in picked} == set(space_data()["attention"]["kr"]) and len(picked) >= 12
-    failures = []
-    for i, cfg in enumerate(picked.values()):
-        v = Variant(p, "cpu", cfg)
-        m = backend.run(backend.build(v, cache_dir), v, seed=i, warmup=0, reps=1, timeout=60)
-        if m.status != "ok":
-            failures.append((cfg, m.status, m.reason[:200]))
-    assert not failures, failures
+    _all_correct(backend, cache_dir, p, list(picked.values()))
