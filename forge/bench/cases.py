@@ -84,10 +84,8 @@ class Suite:
         return [o for o in ops if not any(_matches(c.op, c.source_name, {o.lower()}) for c in self.cases)
                 and not any(_matches(None, u.source_name, {o.lower()}) for u in self.unsupported)]
 
-    def select_cases(self, ids: list[str] | None) -> "Suite":
+    def select_cases(self, ids: list[str]) -> "Suite":
         """Keep the cases (and unsupported entries) whose case_id is one of `ids`."""
-        if not ids:
-            return self
         wanted = set(ids)
         return Suite(self.name, self.description, [c for c in self.cases if c.case_id in wanted],
                      [u for u in self.unsupported if u.case_id in wanted], self.origin)

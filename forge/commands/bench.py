@@ -70,11 +70,11 @@ def bench(
         raise ForgeInputError("--ops", f"no case of suite {s.name!r} matches {','.join(unmatched)}; "
                                        f"{allowed_list(unmatched[0], names)}")
     if cases is not None:
-        ids = case_ids(cases)
-        missing = [i for i in ids if i not in set(s.case_ids())]
+        ids, held = case_ids(cases), s.case_ids()
+        missing = [i for i in ids if i not in held]
         if missing:
             raise ForgeInputError("--cases", f"no case of suite {s.name!r}{' (--ops)' if wanted else ''} has id "
-                                             f"{','.join(missing)}; {allowed_list(missing[0], s.case_ids())}")
+                                             f"{','.join(missing)}; {allowed_list(missing[0], held)}")
         s = s.select_cases(ids)
     name = Path(suite).stem if Path(suite).is_file() else suite     # a suite file: its name without .yaml
     bench_dir = out or RESULTS_DIR / f"bench-{name}-{target}"

@@ -75,13 +75,12 @@ def _attention(p: Problem, cfg: dict[str, Any]) -> str:
     if pack_v:
         sizes["V"] = floats["V"]
     layout, total = scratch_layout({k: int(np.asarray(v)) for k, v in sizes.items()})
-    # PV register tile: mr rows x up to (max_accumulators // mr) head-dim vectors per pass
-    per_step = max(1, space_data()["max_accumulators"] // cfg["mr"])
+    # PV register tile: `rows` rows x up to (max_accumulators // rows) head-dim vectors per pass
+    pv_chunks = lambda rows: _split_chunks(dp // vec, max(1, space_data()["max_accumulators"] // rows))  # noqa: E731
     return render("attention.c.j2", problem_text=p.short(), config=cfg, G=G, HL=HL, HT=s["Hq"] // (G * HL), DP=dp,
                   dot=cfg.get("qk") == "dot",
                   pack_v=pack_v, scratch=layout, scratch_total=total,
-                  pv_chunks=_split_chunks(dp // vec, per_step),
-                  pv_chunks_row=_split_chunks(dp // vec, space_data()["max_accumulators"]),
+                  pv_chunks=pv_chunks(cfg["mr"]), pv_chunks_row=pv_chunks(1),
                   causal=bool(p.attrs.get("causal")), qscale=_c_float(Attention.scale(p) * math.log2(math.e)),
                   **s, **cfg)
 
