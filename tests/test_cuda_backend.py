@@ -123,6 +123,25 @@ def test_model_prefers_pipelining_and_full_waves():
     assert eight < one
 
 
+def test_a_gqa_groups_heads_share_a_blocks_rows_only_where_decode_leaves_them_empty():
+    """rows=group is offered for GQA with fewer queries than the smallest block_m; packed, a decode
+    step has one row block per kv head (not per query head) and issues 1/group of the tiles."""
+    be = get_backend("h100", measure="model")
+    names = lambda shape: [x.name for x in be.space(get_op("attention").problem(shape, "bfloat16")).params]  # noqa: E731
+    assert "rows" in names(dict(B=1, Hq=32, Hkv=8, Sq=1, Skv=4096, D=128))
+    assert "rows" not in names(dict(B=1, Hq=32, Hkv=32, Sq=1, Skv=4096, D=128))     # MHA: nothing to pack
+    assert "rows" not in names(dict(B=1, Hq=32, Hkv=8, Sq=64, Skv=4096, D=128))     # a head fills a tile
+    d = get_op("attention").problem(dict(B=2, Hq=32, Hkv=8, Sq=1, Skv=4096, D=128), "bfloat16")
+    cfg = dict(block_m=64, block_n=64, num_warps=4, stages=2, min_blocks=1, splits=2)
+    head, group = (be.plan(Variant(d, "h100", {**cfg, "rows": r})) for r in ("head", "group"))
+    assert head.launches[0].grid == (1, 32, 4) and group.launches[0].grid == (1, 8, 4)
+    assert head.estimates["flops_executed"] == 4 * group.estimates["flops_executed"]
+    assert "ROW_HEADS = 4" in group.files["forge_config.h"] and "ROW_HEADS = 1" in head.files["forge_config.h"]
+    # the same 128 blocks (kv splits make up the heads packed away): a quarter of the tile work
+    assert be.model(Variant(d, "h100", {**cfg, "rows": "group", "splits": 8})) < \
+        be.model(Variant(d, "h100", {**cfg, "rows": "head"}))
+
+
 def _dram_bytes(be, p, cfg):
     return kernel_time(be.arch, p, be.plan(Variant(p, be.target.name, cfg)).estimates)[1]["dram_bytes"]
 

@@ -65,11 +65,30 @@ def test_host_run_detects_an_output_the_kernel_never_writes(tmp_path):
     p = get_op("attention").problem(dict(B=1, Hq=2, Hkv=1, Sq=90, Skv=40, D=32), "float16", {"causal": True})
     plan = be.plan(Variant(p, "h100", _smallest_matching(be, p, dict(splits=1))))
     src = plan.files["kernel.cu"]
-    assert "if (qi >= SQ) continue;" in src
-    plan.files["kernel.cu"] = src.replace("if (qi >= SQ) continue;", "if (qi >= SQ || l == 0.f) continue;")
+    assert "if (row >= ROWS) continue;" in src
+    plan.files["kernel.cu"] = src.replace("if (row >= ROWS) continue;", "if (row >= ROWS || l == 0.f) continue;")
     inputs = get_op("attention").make_inputs(p, seed=1)
     out = run_on_host(plan, inputs, "float16", tmp_path)
     assert not get_op("attention").check(p, inputs, out).ok
+
+
+@pytest.mark.parametrize("right, wrong", [
+    ("const int h = h0 + row % ROW_HEADS,", "const int h = h0,"),                          # epilogue head
+    ("q + (ok ? q_offset(b, h0, m0 + r) : 0)", "q + (ok ? q_offset(b, h0, r) : 0)"),      # Q row block
+    ("(n0 + BLOCK_N - 1 > m0 / ROW_HEADS + (SKV - SQ))", "(n0 + BLOCK_N - 1 > m0 + (SKV - SQ))"),  # mask by query
+])
+def test_packed_group_rows_fail_the_check_when_their_mapping_breaks(right, wrong, tmp_path):
+    """rows=group: four heads x 20 queries in two row blocks under a causal mask shifted right by
+    76 keys; the second block's queries start at 16, not at its first row 64."""
+    be = get_backend("h100", measure="model")
+    p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=1, Sq=20, Skv=96, D=32), "float16", {"causal": True})
+    plan = be.plan(Variant(p, "h100", _smallest_matching(be, p, dict(rows="group", block_n=32, splits=1))))
+    inputs = get_op("attention").make_inputs(p, seed=1)
+    assert get_op("attention").check(p, inputs, run_on_host(plan, inputs, "float16", tmp_path / "right")).ok
+    src = plan.files["kernel.cu"]
+    assert src.count(right) == 1
+    plan.files["kernel.cu"] = src.replace(right, wrong)
+    assert not get_op("attention").check(p, inputs, run_on_host(plan, inputs, "float16", tmp_path / "wrong")).ok
 
 
 def _smallest_matching(be, p, want):
@@ -100,6 +119,11 @@ TILED_CASES = [
     ("attention", dict(B=1, Hq=4, Hkv=1, Sq=1, Skv=300, D=64), "bfloat16", {}, dict(splits=4)),
     # causal with more query rows than keys: the first Sq - Skv rows see no key (output 0)
     ("attention", dict(B=1, Hq=2, Hkv=1, Sq=90, Skv=40, D=32), "float16", {"causal": True}, dict(splits=1)),
+    # a GQA group's heads packed into a block's rows: decode with split-KV; a causal mask by query
+    # over heads x queries with a second row block, rows without a key and a ragged last block
+    ("attention", dict(B=2, Hq=8, Hkv=2, Sq=1, Skv=300, D=64), "bfloat16", {}, dict(rows="group", splits=4)),
+    ("attention", dict(B=1, Hq=4, Hkv=1, Sq=20, Skv=12, D=32), "float16", {"causal": True},
+     dict(rows="group", splits=1)),
 ]
 
 
@@ -127,6 +151,7 @@ EVERY_VALUE = [
     ("matmul", dict(M=130, N=136, K=300), "float16", {}),
     ("matmul", dict(M=70, N=70, K=1030), "float32", {"transpose_b": True}),    # every split-K
     ("attention", dict(B=1, Hq=2, Hkv=1, Sq=70, Skv=300, D=64), "bfloat16", {"causal": True}),
+    ("attention", dict(B=1, Hq=6, Hkv=2, Sq=5, Skv=70, D=32), "float16", {"causal": True}),   # decode GQA: rows
 ]
 
 

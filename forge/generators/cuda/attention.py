@@ -34,15 +34,30 @@ def acc_regs(c, p: Problem):
     return (c["block_m"] // c["num_warps"]) * (p.shape["D"] + c["block_n"]) // 32
 
 
+def row_heads(p: Problem, c) -> Any:
+    """Query heads sharing a block's rows: the GQA group with rows=group, else 1 (vectorised)."""
+    return np.where(np.asarray(c.get("rows", "head")) == "group", p.shape["Hq"] // p.shape["Hkv"], 1)
+
+
 def base_grid(c, p: Problem):
+    """Blocks before split-KV: row blocks of the packed rows (heads x Sq) x head sets x batch."""
     s = p.shape
-    return -(-s["Sq"] // c["block_m"]) * s["Hq"] * s["B"]
+    rh = row_heads(p, c)
+    return -(-(rh * s["Sq"]) // c["block_m"]) * (s["Hq"] // rh) * s["B"]
 
 
 def space(p: Problem, arch) -> Space:
     vals = load_space_values("attention")
     lim = arch.limits
-    params = [choice(k, v, ordered=True) for k, v in vals.items()]
+    group = p.shape["Hq"] // p.shape["Hkv"]
+    # Packing a group's heads into the rows pays where one head's queries leave most of a tile's
+    # rows empty (decode); there K and V are read once per kv head instead of once per query head.
+    packable = group > 1 and p.shape["Sq"] < min(vals["block_m"])
+    params = [choice(k, v, ordered=True) for k, v in vals.items() if k != "rows"]
+    if packable:
+        params.append(choice("rows", vals["rows"],
+                             doc="a block's query rows: one query head's queries (head) or the GQA group's "
+                                 "heads x queries, row r = query r / group of head r % group (group)"))
     kv_tiles = lambda c: -(-p.shape["Skv"] // c["block_n"])  # noqa: E731
     cons = [
         Constraint("warps", lambda c: c["block_m"] % (16 * c["num_warps"]) == 0,
@@ -73,18 +88,20 @@ def executed_flops(p: Problem, c: dict[str, Any]) -> float:
     """FLOPs the kernel actually issues: whole tiles, causal tiles skipped per block."""
     s = p.shape
     bm, bn, d = c["block_m"], c["block_n"], s["D"]
+    rh = int(row_heads(p, c))
     tiles = 0
-    for mb in range(cdiv(s["Sq"], bm)):
+    for mb in range(cdiv(rh * s["Sq"], bm)):
         n_end = s["Skv"]
-        if p.attrs.get("causal"):
-            n_end = max(0, min(s["Skv"], mb * bm + bm + s["Skv"] - s["Sq"]))
+        if p.attrs.get("causal"):   # up to the last key the block's last query sees
+            n_end = max(0, min(s["Skv"], (mb * bm + bm - 1) // rh + 1 + s["Skv"] - s["Sq"]))
         tiles += cdiv(n_end, bn)
-    return 4.0 * s["B"] * s["Hq"] * tiles * bm * bn * d
+    return 4.0 * s["B"] * (s["Hq"] // rh) * tiles * bm * bn * d
 
 
 def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
     """One batch; up to two KV heads with up to two query heads each (the head mapping of GQA);
-    two query blocks and two KV tiles per split, each with its ragged tail. Sq = Skv stays equal
+    with rows=group the whole group, as its heads share a block's rows; two query blocks and two KV
+    tiles per split, each with its ragged tail. Sq = Skv stays equal
     (a causal mask on the diagonal), Sq < Skv stays so (bottom-right alignment) and Sq > Skv too
     (rows the causal mask leaves without a key), each by whole blocks."""
     s = p.shape
@@ -98,7 +115,10 @@ def emulation_shape(p: Problem, c: dict[str, Any]) -> dict[str, int]:
         while s["Sq"] > s["Skv"] and sq <= skv:
             sq = min(s["Sq"], sq + bm)
     hkv = min(s["Hkv"], 2)
-    return {"B": 1, "Hq": hkv * min(s["Hq"] // s["Hkv"], 2), "Hkv": hkv, "Sq": sq, "Skv": skv, "D": s["D"]}
+    group = s["Hq"] // s["Hkv"]
+    if c.get("rows") != "group":     # packed rows keep the whole group: row r's head is r % group
+        group = min(group, 2)
+    return {"B": 1, "Hq": hkv * group, "Hkv": hkv, "Sq": sq, "Skv": skv, "D": s["D"]}
 
 
 def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
@@ -107,10 +127,11 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     threads = c["num_warps"] * 32
     smem = int(smem_bytes(c, p))
     splits = c["splits"]
+    rh = int(row_heads(p, c))
     consts = {
         "B": s["B"], "HQ": s["Hq"], "HKV": s["Hkv"], "SQ": s["Sq"], "SKV": s["Skv"], "HEAD_DIM": s["D"],
         "BLOCK_M": c["block_m"], "BLOCK_N": c["block_n"], "NUM_WARPS": c["num_warps"], "STAGES": c["stages"],
-        "MIN_BLOCKS": c["min_blocks"], "SPLITS": splits, "SMEM_PAD": SMEM_PAD,
+        "MIN_BLOCKS": c["min_blocks"], "SPLITS": splits, "ROW_HEADS": rh, "SMEM_PAD": SMEM_PAD,
         "SCALE_LOG2": float(op.scale(p) * log2e()),
     }
     causal = bool(p.attrs.get("causal"))
@@ -125,7 +146,7 @@ def plan(p: Problem, c: dict[str, Any], arch) -> Plan:
     rows = s["B"] * s["Hq"] * s["Sq"]
     buffers = [Buffer(t.name, "in", int(np.prod(t.shape)) * elt) for t in op.inputs(p)]
     buffers.append(Buffer("o", "out", rows * s["D"] * elt))
-    grid = (cdiv(s["Sq"], c["block_m"]), s["Hq"], s["B"] * splits)
+    grid = (cdiv(rh * s["Sq"], c["block_m"]), s["Hq"] // rh, s["B"] * splits)
     if splits > 1:
         buffers += [Buffer("o_part", "scratch", splits * rows * s["D"] * 4),
                     Buffer("lse_part", "scratch", splits * rows * 4)]
