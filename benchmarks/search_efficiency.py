@@ -58,6 +58,7 @@ from forge.search.random_baseline import expected_best_random, score  # noqa: E4
 from forge.search.replay_run import run_replay  # noqa: E402
 from forge.cli import parse_pairs  # noqa: E402
 from forge.errors import ForgeInputError  # noqa: E402
+from forge.search.forge_strategy import ForgeOptions, start_size  # noqa: E402
 from forge.search.strategies import check_strategy_options, strategy_names  # noqa: E402
 
 DEFAULT_DIR = ROOT.parent / "shared" / "data" / "tuningdata"
@@ -88,7 +89,7 @@ def _data(path: str) -> ReplayData:
     return _DATA[path]
 
 
-def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int], np.ndarray | str, float]:
+def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int, int], np.ndarray | str, float]:
     """One (file, strategy, seed) run -> best-so-far (s) per unique evaluation, or an error line."""
     path, strategy, budget, seed = task
     t0 = time.time()
@@ -103,7 +104,31 @@ def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int], np.n
             tr = _pad(run_replay(data, strategy, budget, seed=seed, **opts).trace, budget, data)
     except Exception as exc:   # an unavailable strategy is reported, not fatal
         tr = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
-    return (path, strategy, seed), tr, time.time() - t0
+    return (path, strategy, budget, seed), tr, time.time() - t0
+
+
+def run_budgets(strategy: str, budgets: list[int]) -> list[int]:
+    """Budgets to run `strategy` at: each budget is read from the first `budget` evaluations of the
+    smallest run at least as large. One run at the largest serves every budget of a strategy that
+    does not know its budget; forge's sizes its start by it (forge_strategy.start_size), so it runs
+    once per start size, at the largest budget with that size."""
+    if strategy != "forge":
+        return [max(budgets)]
+    options = ForgeOptions(**FORGE_OPTIONS)
+    largest: dict[int, int] = {}
+    for b in budgets:
+        size = start_size(options, b)
+        largest[size] = max(b, largest.get(size, b))
+    return sorted(largest.values())
+
+
+def read_runs(runs: dict[int, np.ndarray]) -> np.ndarray:
+    """(seeds, max budget) best-so-far where column b - 1 comes from the smallest run of >= b
+    evaluations (see run_budgets)."""
+    out = runs[max(runs)].copy()
+    for rb in sorted(runs, reverse=True):
+        out[:, :rb] = runs[rb][:, :rb]
+    return out
 
 
 def _pad(trace: np.ndarray, budget: int, data: ReplayData) -> np.ndarray:
@@ -349,10 +374,13 @@ def main(argv: list[str] | None = None) -> int:
         except ImportError as exc:
             print(f"kernel_tuner not available ({exc}); skipping its strategies", flush=True)
     seeds = range(a.first_seed, a.first_seed + a.seeds)
-    tasks = [(str(f), st, bmax, s) for f in files for st in strategies for s in seeds]
+    runs_of = {st: run_budgets(st, budgets) for st in strategies}
+    tasks = [(str(f), st, rb, s) for f in files for st in strategies for rb in runs_of[st] for s in seeds]
     print(f"{len(files)} spaces x {len(strategies)} strategies x {a.seeds} seeds = {len(tasks)} runs "
-          f"of {bmax} evaluations on {a.jobs} processes", flush=True)
-    got: dict[tuple[str, str, int], np.ndarray | str] = {}
+          f"of up to {bmax} evaluations on {a.jobs} processes"
+          + "".join(f"; {st} runs at B={','.join(map(str, rb))}" for st, rb in runs_of.items() if len(rb) > 1),
+          flush=True)
+    got: dict[tuple[str, str, int, int], np.ndarray | str] = {}
     ratios: dict[str, dict[str, np.ndarray]] = {}     # space -> strategy -> (seeds, bmax) best/opt
     spent: dict[tuple[str, str], float] = {}
     if a.jobs > 1:
@@ -394,14 +422,15 @@ def main(argv: list[str] | None = None) -> int:
         lines.append(f"| {data.name} | random (exact expectation) | "
                      + " | ".join(f"{rnd[b]/opt:.3f} ({scored(rnd[b], b)})" for b in budgets) + " |")
         for st in strategies:
-            trs = [got[(str(f), st, s)] for s in seeds]
+            trs = [got[(str(f), st, rb, s)] for rb in runs_of[st] for s in seeds]
             errs = [t for t in trs if isinstance(t, str)]
             if errs:
                 print(f"   {st:28s} skipped: {errs[0]}", flush=True)
                 not_run[st] = errs[0].splitlines()[0][:120]
                 continue
-            print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per run", flush=True)
-            ratio = ratios.setdefault(data.name, {})[st] = np.stack(trs) / opt
+            print(f"   {st:28s} {spent[(str(f), st)]/a.seeds:6.2f} s per seed", flush=True)
+            runs = {rb: np.stack([got[(str(f), st, rb, s)] for s in seeds]) for rb in runs_of[st]}
+            ratio = ratios.setdefault(data.name, {})[st] = read_runs(runs) / opt
             cells = []
             for b in budgets:
                 m, se = _mean_se(ratio[:, b - 1])

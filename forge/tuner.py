@@ -92,8 +92,10 @@ def _strategy_for_run(ctx: Context, enum: Enumeration) -> Strategy:
 def make_strategy(settings: TuneSettings, enum: Enumeration, storage: str | None) -> Strategy:
     from forge.search.strategies import get_strategy
 
-    return get_strategy(settings.sampler, enum, settings.seed, storage=storage, study_name="forge",
-                        **settings.sampler_options)
+    strategy = get_strategy(settings.sampler, enum, settings.seed, storage=storage, study_name="forge",
+                            **settings.sampler_options)
+    strategy.budget = settings.trials
+    return strategy
 
 
 @dataclass

@@ -680,3 +680,15 @@ def test_a_time_budget_is_on_the_clock_of_the_slots_running_side_by_side(toy):
     one = run_replay(toy, "random", budget=30, seed=1, time_budget_s=0.5)
     three = run_replay(toy, "random", budget=30, seed=1, batch=3, time_budget_s=0.5)
     assert one.evaluations == 5 and three.evaluations == 15      # 0.12 s each: asked until 0.5 s passed
+
+
+def test_search_efficiency_reads_each_budget_from_a_run_of_that_start_size():
+    """forge sizes its start by its budget, so the benchmark runs it once per start size and reads
+    each budget from the smallest run at least as large; other strategies run once, at the largest."""
+    efficiency = _benchmark_module("search_efficiency")
+    assert efficiency.run_budgets("optuna-tpe", [8, 25, 50, 100]) == [100]
+    assert efficiency.run_budgets("forge", [8, 12, 25, 50, 100]) == [8, 12, 100]
+    runs = {8: np.full((2, 8), 8.0), 12: np.full((2, 12), 12.0), 100: np.full((2, 100), 100.0)}
+    read = efficiency.read_runs(runs)
+    assert read.shape == (2, 100)
+    assert (read[:, :8] == 8).all() and (read[:, 8:12] == 12).all() and (read[:, 12:] == 100).all()

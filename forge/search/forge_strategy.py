@@ -62,6 +62,12 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
 - `n_init=10`: enough points for the first trees to split on the strongest few parameters of a
   10–15-parameter space, while leaving 60 %+ of even a 25-evaluation budget to the model. It is
   about half of Kernel Tuner bayes_opt's 20-point LHS, because trees need fewer points than a GP.
+  Where the caller says its budget (`forge tune`'s trials, `forge replay`'s budget) and `n_init`
+  is not set, the start is at most 40 % of it, the share 10 is of 25, and at least 3 points: a
+  budget below 25 would otherwise be mostly or wholly start, and a max-min start reaches for the
+  extremes, which on kernel spaces are slow more often than not — on the ten brute-forced spaces
+  of benchmarks/search_design_log.md ("Small budgets") 8 evaluations of start only were worse
+  than random search. Budgets of 25 and more are unchanged.
 - `n_trees=24`: spread across trees is the uncertainty estimate; two dozen trees give a usable
   standard deviation, and the fit + prediction over ~18k points stays at ~10-20 ms per step
   (a 200-evaluation run on the 17,956-point gemm space in a few seconds).
@@ -151,7 +157,8 @@ class ForgeOptions(BaseModel):
 
     model_config = ConfigDict(extra="forbid", frozen=True)
 
-    n_init: int = Field(10, ge=1, description="space-filling points before the first model")
+    n_init: int = Field(10, ge=1, description="space-filling points before the first model (unset: at most "
+                                              "40 % of a stated budget, at least 3)")
     n_trees: int = Field(24, ge=2, description="trees in the ensemble (their spread is the uncertainty)")
     local_every: int = Field(2, ge=0, description="one slot in this many is a local move; 0: none")
     xi: float = Field(0.0, ge=0, description="EI's exploration margin (acquisition='ei' only)")
@@ -169,6 +176,15 @@ class ForgeOptions(BaseModel):
     path_floor: float | None = Field(None, gt=0, description="code-path sampling floor; None: off")
     pack_every: int = Field(0, ge=0, description="one slot in this many after the start goes to the "
                                                   "grey-wolf pack; 0: none")
+
+
+def start_size(options: ForgeOptions, budget: int | None) -> int:
+    """Points of the space-filling start: `n_init`, but where the budget is known and `n_init` was
+    not set, at most 40 % of it and at least 3 (see `n_init` in the module docstring). The budget
+    changes nothing else, so runs whose start sizes agree propose the same points."""
+    if budget is None or "n_init" in options.model_fields_set:
+        return options.n_init
+    return min(options.n_init, max(3, int(0.4 * budget)))
 
 
 class ForgeStrategy(Strategy):
@@ -217,7 +233,7 @@ class ForgeStrategy(Strategy):
             free = ~self.proposed
             if not free.any():
                 break
-            if self._n_measured() < self.options.n_init:
+            if self._n_measured() < self.n_init:
                 row = self._space_filling()
             else:
                 row = None
@@ -274,8 +290,13 @@ class ForgeStrategy(Strategy):
         self._asked += 1
 
     # -- phase 1: space filling ------------------------------------------------------------------
+    @property
+    def n_init(self) -> int:
+        """Points of the space-filling start (`start_size`)."""
+        return start_size(self.options, self.budget)
+
     def _space_filling(self) -> int | None:
-        if self._n_measured() >= self.options.n_init:
+        if self._n_measured() >= self.n_init:
             return None
         free = np.flatnonzero(~self.proposed)
         if not self.proposed.any():

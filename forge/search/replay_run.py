@@ -54,6 +54,7 @@ def run_replay(data: ReplayData, strategy: str | Strategy, budget: int, seed: in
                                                "as on hardware; give a budget of evaluations only")
     backend = ReplayBackend(data)
     strat = strategy if isinstance(strategy, Strategy) else get_strategy(strategy, data.enumeration, seed, **options)
+    strat.budget = budget
     seen: dict[int, float | None] = {}
     worst = float(np.nanmax(data.time_s))
     best, started, evals, fails, infeasible, spent, clock = np.inf, 0, 0, 0, 0, 0.0, 0.0

@@ -38,6 +38,9 @@ class Strategy(ABC):
         self.row_of = {int(f): i for i, f in enumerate(self.valid_flat)}
         self.proposed = np.zeros(len(self.valid), dtype=bool)
         self.observed: dict[int, float | None] = {}   # valid-row -> value
+        # evaluations the caller means to spend (forge tune's trials, forge replay's budget), where
+        # known: a strategy may size its phases by it; proposals never depend on it otherwise
+        self.budget: int | None = None
 
     # -- the contract ------------------------------------------------------------------------
     @abstractmethod
