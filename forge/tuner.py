@@ -776,6 +776,9 @@ def _search(ctx: Context, enum: Enumeration, executor) -> None:
                     strategy.reserve(c)
                 progress.retotal(s.trials)
         final_reason = stop_reason() or ("space exhausted" if exhausted else "done")
+        # stored after the reason is read, so a run stopped by its time budget records it as spent
+        # (the value stored with the last result can be just short of it, and a resume then ran one more)
+        ctx.store.set_meta(SEARCH_SECONDS, searched_for())     # unrounded: never below the budget it met
     ctx.search_depth = _search_depth(ctx, final_reason, len(enum))
     ctx.console.print(f"search stopped ({final_reason}) after {_variants(ctx.evaluated)}")
 
