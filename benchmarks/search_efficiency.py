@@ -90,7 +90,7 @@ def _data(path: str) -> ReplayData:
 
 
 def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int, int], np.ndarray | str, float]:
-    """One (file, strategy, seed) run -> best-so-far (s) per unique evaluation, or an error line."""
+    """One (file, strategy, budget, seed) run -> best-so-far (s) per unique evaluation, or an error line."""
     path, strategy, budget, seed = task
     t0 = time.time()
     data = _data(path)

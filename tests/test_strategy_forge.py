@@ -218,19 +218,16 @@ def test_path_floor_sends_a_global_slot_to_the_least_sampled_code_path(space):
 
 def test_a_small_budget_leaves_the_model_all_but_40_percent_of_it(space):
     """With a budget of 8 the start is 3 points (40 %, at least 3) and the model chooses the other
-    5; an n_init the caller set, or an unknown budget, keeps the start at n_init."""
-    def model_choices(budget: int | None, **opts) -> int:
+    5; an n_init the caller set, or a budget no caller stated, keeps the start at n_init."""
+    def model_choices(**opts) -> int:
         s = get_strategy("forge", space.enumeration, seed=3, **opts)
-        run_replay(space, s, 8)
-        if budget is None:      # run_replay says its budget; a caller that does not leaves None
-            s2 = get_strategy("forge", space.enumeration, seed=3, **opts)
-            assert s2.budget is None and s2.n_init == s2.options.n_init
+        run_replay(space, s, 8)                # run_replay states its budget
         return len(s._pred)
 
-    assert model_choices(8) == 5
-    assert model_choices(8, n_init=10) == 0
-    assert model_choices(None) == 5
+    assert model_choices() == 5
+    assert model_choices(n_init=10) == 0
     s = get_strategy("forge", space.enumeration, seed=3)
+    assert s.budget is None and s.n_init == 10
     for budget, start in [(5, 3), (8, 3), (12, 4), (16, 6), (25, 10), (200, 10)]:
         s.budget = budget
         assert s.n_init == start, budget

@@ -39,7 +39,7 @@ class Strategy(ABC):
         self.proposed = np.zeros(len(self.valid), dtype=bool)
         self.observed: dict[int, float | None] = {}   # valid-row -> value
         # evaluations the caller means to spend (forge tune's trials, forge replay's budget), where
-        # known: a strategy may size its phases by it; proposals never depend on it otherwise
+        # known: a strategy may size its phases by it (forge's start: forge_strategy.start_size)
         self.budget: int | None = None
 
     # -- the contract ------------------------------------------------------------------------
