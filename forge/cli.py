@@ -125,6 +125,8 @@ def tune(
     no_bank: bool = typer.Option(False, "--no-bank", help="neither use nor update the tuning bank"),
     no_host_check: bool = typer.Option(False, "--no-host-check", help="CUDA without a GPU: do not check variants "
                                                                       "on the CPU by host emulation"),
+    no_vendor: bool = typer.Option(False, "--no-vendor", help="do not time the vendor's kernel (no '× vendor' "
+                                                              "column; on the CPU it saves PyTorch's import)"),
 ) -> None:
     """Tune one operator on one target and print its leaderboard."""
     from forge import tuner
@@ -133,7 +135,8 @@ def tune(
     flags = {"dtype": dtype, "target": target, "trials": trials, "time_budget": time_budget,
              "patience": patience, "sampler": sampler, "seed": seed, "executor": executor,
              "ray_address": ray_address, "devices": devices, "measure": measure, "reps": reps, "timeout": timeout,
-             "top_k": top_k, "bank": False if no_bank else None, "host_check": False if no_host_check else None}
+             "top_k": top_k, "bank": False if no_bank else None, "host_check": False if no_host_check else None,
+             "vendor": False if no_vendor else None}
     options = parse_pairs(sampler_options, "--sampler-options")
     attrs = parse_pairs(attr, "--attr")
     if causal is not None:

@@ -54,6 +54,8 @@ class SearchOptions(BaseModel):
     batch: int | None = Field(None, ge=1, description="proposals in flight (default: build workers + devices, at most "
                                                    "a quarter of the trials; forge/tuner.py default_batch)")
     bank: bool = Field(True, description="look up and update the tuning bank")
+    vendor: bool = Field(True, description="time the vendor's kernel as a baseline (the '× vendor' column; on the "
+                                           "CPU it is PyTorch's, whose import alone takes seconds)")
     acceptance: dict[str, Any] | None = Field(None, description="a benchmark's own pass criterion, checked beside "
                                                                  "forge's bound (a bench case's; forge/ops/acceptance.py)")
     host_check: bool = Field(True, description="CUDA without a GPU: check each variant on the CPU by host "
@@ -124,7 +126,7 @@ class TuneConfig(SearchOptions):
 
 
 # Settings whose command-line option is not named after them.
-FLAGS = {"attrs": "--attr", "bank": "--no-bank", "host_check": "--no-host-check"}
+FLAGS = {"attrs": "--attr", "bank": "--no-bank", "host_check": "--no-host-check", "vendor": "--no-vendor"}
 
 
 def flag_name(setting: str) -> str:

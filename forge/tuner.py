@@ -240,7 +240,8 @@ def measure_baselines(ctx: Context, executor: Executor, again: bool = False) -> 
             ctx.console.print("[dim]re-timing baselines…[/dim]" if again else "[dim]measuring baselines…[/dim]")
         s = ctx.settings
         try:
-            bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4, warmup=s.warmup)
+            bases = executor.baselines(ctx.problem, seed=s.seed, reps=s.reps, timeout=s.timeout * 4, warmup=s.warmup,
+                                       vendor=s.vendor)
         except Exception as exc:  # a baseline failing must not stop the search, unless the machine failed
             fault = machine_fault(str(exc))
             if fault:
@@ -469,7 +470,8 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
         "code": target_code(target.name),     # generators + model version: `forge show` compares it
         "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
         # shown where a baseline is missing and its column empty
-        "no_baseline_reason": {name: ctx.backend.no_baseline_reason(problem, name) for name in BASELINE_NAMES},
+        "no_baseline_reason": {name: ctx.backend.no_baseline_reason(problem, name) for name in BASELINE_NAMES}
+        | ({} if settings.vendor else {"vendor": "not timed: the run was started with --no-vendor"}),
         "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
                   "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
         "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),

@@ -167,7 +167,7 @@ def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     from forge.config import TuneSettings
 
     kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=4, reps=2, warmup=0, top_k=1, final_reps=2, sampler="random",
-              timeout=20.0)
+              timeout=20.0, vendor=False)
     first = Console(record=True, width=200, file=open(os.devnull, "w"))
     tuner.tune(TuneSettings(**kw, out=tmp_path / "first"), console=first)
     assert f"tuning bank: new entry added ({bank_path()})" in first.export_text()
@@ -196,7 +196,7 @@ def test_a_hit_skips_only_a_search_no_deeper_than_the_one_behind_the_entry(bank,
     from forge.config import TuneSettings
     from forge.results import Store
 
-    kw = dict(op="softmax", shape={"M": 64, "N": 128}, reps=2, warmup=0, top_k=1, final_reps=2, sampler="random", timeout=20.0)
+    kw = dict(op="softmax", shape={"M": 64, "N": 128}, reps=2, warmup=0, top_k=1, final_reps=2, sampler="random", timeout=20.0, vendor=False)
 
     def run(name, **more):
         con = Console(record=True, width=200, file=open(os.devnull, "w"))
@@ -229,7 +229,7 @@ def test_a_measured_run_without_a_final_re_measure_banks_a_warm_start_not_an_ans
     from forge.config import TuneSettings
 
     kw = dict(op="softmax", shape={"M": 64, "N": 128}, trials=2, reps=2, warmup=0, top_k=0, sampler="random",
-              timeout=20.0)
+              timeout=20.0, vendor=False)
     tuner.tune(TuneSettings(**kw, out=tmp_path / "a"), console=Console(file=open(os.devnull, "w")))
     assert bank_lookup(P, "cpu")[3] == 0
     con = Console(record=True, width=200, file=open(os.devnull, "w"))
@@ -255,7 +255,7 @@ def test_a_config_the_model_chose_is_measured_first_by_a_measuring_run_not_serve
     bank_offer([rec(1e-9, kind="modeled", config=VALID)])
     out = Console(record=True, width=200, file=open(os.devnull, "w"))
     run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=1, reps=2, warmup=0, top_k=0,
-                                  sampler="random", timeout=20.0, out=tmp_path / "r"), console=out)
+                                  sampler="random", timeout=20.0, vendor=False, out=tmp_path / "r"), console=out)
     text = out.export_text()
     assert "the banked config was chosen by the model, not measured; searching, with it measured first" in text
     first = min(Store.for_run(run).records(phase="search"), key=lambda r: r.trial)
@@ -274,7 +274,7 @@ def test_a_banked_config_from_another_generator_version_is_a_miss(bank, tmp_path
     assert bank_lookup(P, "cpu")[0] == {"retired_param": 3}
     quiet = Console(file=open(os.devnull, "w"))
     run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0,
-                                  top_k=0, sampler="random", timeout=20.0, out=tmp_path / "r"), console=quiet)
+                                  top_k=0, sampler="random", timeout=20.0, vendor=False, out=tmp_path / "r"), console=quiet)
     assert json.loads((run / "run.json").read_text())["evaluated"] == 3
 
 
@@ -284,7 +284,7 @@ def test_warm_start_measures_the_nearest_shapes_best_configs_first(bank, tmp_pat
     from forge.results import Store
 
     quiet = Console(file=open(os.devnull, "w"))
-    kw = dict(op="softmax", trials=3, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0)
+    kw = dict(op="softmax", trials=3, reps=2, warmup=0, top_k=0, sampler="random", timeout=20.0, vendor=False)
     tuner.tune(TuneSettings(**kw, shape={"M": 64, "N": 128}, out=tmp_path / "near"), console=quiet)
     tuner.tune(TuneSettings(**kw, shape={"M": 1024, "N": 1024}, out=tmp_path / "far"), console=quiet)
     near_best = bank_lookup(P, "cpu")[0]
@@ -322,7 +322,7 @@ def test_an_entry_made_by_other_generator_code_is_stale(bank, tmp_path, monkeypa
     offer_entries([old])
     quiet = Console(file=open(os.devnull, "w"))
     run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0,
-                                  top_k=0, sampler="random", timeout=20.0, out=tmp_path / "r"), console=quiet)
+                                  top_k=0, sampler="random", timeout=20.0, vendor=False, out=tmp_path / "r"), console=quiet)
     assert json.loads((run / "run.json").read_text())["evaluated"] == 3           # searched, not served
     assert bank_lookup(P, "cpu") is not None and not bank_stale(P, "cpu")        # and the stale entry replaced
 
@@ -352,7 +352,7 @@ def test_a_bank_that_cannot_be_opened_never_stops_a_run(bank, tmp_path):
     bank.write_text("not a database")
     con = Console(record=True, width=200, file=open(os.devnull, "w"))
     run = tuner.tune(TuneSettings(op="softmax", shape={"M": 64, "N": 128}, trials=3, reps=2, warmup=0, top_k=0,
-                                  sampler="random", timeout=20.0, out=tmp_path / "r"), console=con)
+                                  sampler="random", timeout=20.0, vendor=False, out=tmp_path / "r"), console=con)
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
     assert f"tuning bank unavailable ({bank}: file is not a database)" in con.export_text()
     assert bank.read_text() == "not a database"

@@ -22,7 +22,7 @@ from forge.config import TuneSettings
 def small_run(tmp_path_factory) -> Path:
     out = tmp_path_factory.mktemp("damage") / "run"
     settings = TuneSettings(op="softmax", shape={"M": 8, "N": 16}, trials=2, reps=2, warmup=0, top_k=0,
-                            sampler="random", bank=False, timeout=20.0, out=out)
+                            sampler="random", bank=False, vendor=False, timeout=20.0, out=out)
     return tuner.tune(settings, console=Console(file=open(os.devnull, "w")))
 
 

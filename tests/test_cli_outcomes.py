@@ -23,7 +23,7 @@ def test_a_run_with_no_correct_variant_exits_1_and_keeps_its_records(tmp_path):
     (bin_dir / "cc").chmod(0o755)
     out = tmp_path / "run"
     res = forge_cli("tune", "--op", "softmax", "--shape", "M=8,N=16", "--trials", "2", "--sampler", "random",
-                    "--top-k", "0", "--no-bank", "--out", str(out),
+                    "--top-k", "0", "--no-bank", "--no-vendor", "--out", str(out),
                     PATH=f"{bin_dir}{os.pathsep}{os.environ['PATH']}", FORGE_CACHE=str(tmp_path / "cache"))
     assert res.returncode == 1, res.stderr[-2000:]
     assert "no correct variant: every evaluated variant failed" in res.stdout
@@ -37,7 +37,7 @@ def test_ray_address_in_the_environment_leaves_a_local_run_local(tmp_path):
     --executor ray runs here, as it says, and is not refused for an address it was never given."""
     out = tmp_path / "run"
     res = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=8,N=16",
-                          "--trials", "1", "--top-k", "0", "--no-bank", "--out", str(out)],
+                          "--trials", "1", "--top-k", "0", "--no-bank", "--no-vendor", "--out", str(out)],
                          capture_output=True, text=True, timeout=180,
                          env={**os.environ, "FORGE_BANK": os.devnull, "COLUMNS": "120",
                               "RAY_ADDRESS": "ray://head.invalid:10001"})
@@ -56,7 +56,7 @@ def test_a_run_killed_outright_leaves_its_folder_free_to_resume(tmp_path):
 
     out = tmp_path / "run"
     proc = subprocess.Popen([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=64,N=128",
-                             "--trials", "40", "--sampler", "random", "--no-bank", "--out", str(out)],
+                             "--trials", "40", "--sampler", "random", "--no-bank", "--no-vendor", "--out", str(out)],
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
                             env={**os.environ, "FORGE_BANK": os.devnull})
     try:

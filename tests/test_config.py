@@ -216,7 +216,7 @@ def test_console_script_usage_errors_exit_2_without_traceback():
 
 def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 8, N: 16}}]\ntrials: 2\ntop_k: 0\nreps: 2\n"
-                          f"bank: false\nout: {tmp_path / 'r'}\n")
+                          f"bank: false\nvendor: false\nout: {tmp_path / 'r'}\n")
     proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
                           text=True, timeout=300)
     assert proc.returncode == 0, proc.stderr[-2000:]

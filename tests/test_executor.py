@@ -269,7 +269,7 @@ def test_on_ray_the_device_slot_decides_measured_or_modeled_and_times_the_baseli
     finally:
         local.close()
     run = tune(TuneSettings(op="softmax", shape={"M": 64, "N": 96}, trials=2, top_k=0, reps=2, warmup=0,
-                            sampler="random", executor="ray", bank=False, out=tmp_path / "run"),
+                            sampler="random", executor="ray", bank=False, vendor=False, out=tmp_path / "run"),
                console=Console(file=open(os.devnull, "w")), backend=backend)
     assert json.loads((run / "run.json").read_text())["measured"] is True
     store = Store.for_run(run)

@@ -27,14 +27,15 @@ QUIET = Console(file=open(os.devnull, "w"))
 
 
 def settings(tmp_path: Path, **kw) -> TuneSettings:
+    """A small real tune; the vendor baseline (torch, seconds to import) only where a test names it."""
     base = dict(op="softmax", shape={"M": 128, "N": 256}, trials=8, reps=3, warmup=1, top_k=2,
-                final_reps=5, sampler="random", out=tmp_path / "run", bank=False, timeout=5.0)
+                final_reps=5, sampler="random", out=tmp_path / "run", bank=False, timeout=5.0, vendor=False)
     base.update(kw)
     return TuneSettings(**base)
 
 
 def test_tune_ranks_correct_variants_with_speedups(tmp_path):
-    run = tune(settings(tmp_path), console=QUIET)
+    run = tune(settings(tmp_path, vendor=True), console=QUIET)
     lb = build_leaderboard(run)
     assert lb.measured and lb.status_counts.get("ok", 0) >= 1
     assert sum(lb.status_counts.values()) == 8
@@ -42,11 +43,27 @@ def test_tune_ranks_correct_variants_with_speedups(tmp_path):
     rest = [r.median for r in lb.rows if not r.remeasured]
     assert len(final) == 2 and final == sorted(final) and rest == sorted(rest)
     assert [r.remeasured for r in lb.rows[:2]] == [True, True]
-    assert any(b["name"] == "unfused" and b["status"] == "ok" for b in lb.baselines)
-    assert lb.rows[0].speedup_unfused and lb.rows[0].remeasured
+    assert {b["name"] for b in lb.baselines if b["status"] == "ok"} == {"unfused", "vendor"}
+    assert lb.rows[0].speedup_unfused and lb.rows[0].speedup_vendor and lb.rows[0].remeasured
     info = json.loads((run / "run.json").read_text())
     assert info["status"] == "complete" and info["space"]["valid"] > 0
     _check_report_formats(run, lb)
+
+
+def test_no_vendor_times_no_vendor_baseline_and_says_why_its_column_is_empty(tmp_path, monkeypatch):
+    """vendor=False (--no-vendor): torch is never started, the unfused baseline still is, and the
+    report says the '× vendor' column is empty because the run was started so."""
+    from forge.report.render import headline
+
+    def vendor_timed(*_a, **_k):
+        raise AssertionError("the vendor baseline was timed")
+
+    monkeypatch.setattr("forge.backends.cpu.backend.measure_vendor", vendor_timed)
+    run = tune(settings(tmp_path, top_k=0, trials=2), console=QUIET)
+    assert [r.config["baseline"] for r in Store.for_run(run).records(phase="baseline")] == ["unfused"]
+    assert json.loads((run / "run.json").read_text())["settings"]["vendor"] is False
+    assert ("baseline vendor: none, so '× vendor' is empty — not timed: the run was started with --no-vendor"
+            in headline(build_leaderboard(run)))
 
 
 def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
@@ -282,7 +299,7 @@ def _search_rows(run: Path) -> list[tuple[int, str]]:
 def test_sigkill_then_resume_loses_nothing_and_remeasures_nothing(tmp_path):
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
-           "--trials", "14", "--reps", "5", "--sampler", "tpe", "--out", str(run), "--no-bank", "--top-k", "0"]
+           "--trials", "14", "--reps", "5", "--sampler", "tpe", "--out", str(run), "--no-bank", "--no-vendor", "--top-k", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, start_new_session=True)
     deadline = time.time() + 120
     while time.time() < deadline and len(_search_rows(run)) < 4:
@@ -322,7 +339,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, signum, status):
     and the exact resume command."""
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
-           "--trials", "40", "--reps", "5", "--out", str(run), "--no-bank", "--top-k", "0"]
+           "--trials", "40", "--reps", "5", "--out", str(run), "--no-bank", "--no-vendor", "--top-k", "0"]
     # A shell starts background jobs with SIGINT ignored, and an ignored SIGINT is inherited and
     # kept by Python; the child gets the default back so the test means the same wherever it runs.
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True, start_new_session=True,
@@ -342,7 +359,7 @@ def test_sigterm_with_the_ray_executor_still_stops_the_run_cleanly(tmp_path):
     puts forge's back, so `kill` on a Ray run gives the same clean stop as on a local one."""
     run = tmp_path / "run"
     cmd = [sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=256,N=512",
-           "--trials", "400", "--executor", "ray", "--out", str(run), "--no-bank", "--top-k", "0"]
+           "--trials", "400", "--executor", "ray", "--out", str(run), "--no-bank", "--no-vendor", "--top-k", "0"]
     proc = subprocess.Popen(cmd, stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
     deadline = time.time() + 180
     while time.time() < deadline and len(_search_rows(run)) < 3 and proc.poll() is None:
@@ -704,7 +721,7 @@ def test_baselines_cut_short_by_the_store_are_timed_again_on_resume(tmp_path, mo
 
     monkeypatch.setattr(Store, "add", full_at_second_baseline)
     with pytest.raises(StoreError, match="database or disk is full"):
-        tune(settings(tmp_path, top_k=0), console=QUIET)
+        tune(settings(tmp_path, top_k=0, vendor=True), console=QUIET)
     assert not Store.for_run(tmp_path / "run").records(phase="baseline")
     monkeypatch.setattr(Store, "add", add)
     run = resume(tmp_path / "run", console=QUIET)

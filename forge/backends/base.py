@@ -235,9 +235,9 @@ class Backend(ABC):
 
     # -- baselines and measurement availability ---------------------------------------------
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
-                  timeout: float, warmup: int = 2) -> list[Baseline]:
-        """The unfused sequence and the vendor's kernel, timed (`reps` after `warmup` calls, the
-        run's own settings) or modeled, as the variants are."""
+                  timeout: float, warmup: int = 2, vendor: bool = True) -> list[Baseline]:
+        """The unfused sequence and, unless `vendor` is False, the vendor's kernel, timed (`reps`
+        after `warmup` calls, the run's own settings) or modeled, as the variants are."""
         return []
 
     def export_files(self, variant: Variant, seed: int) -> dict[str, str | bytes]:

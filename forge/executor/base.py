@@ -102,10 +102,12 @@ class Executor(ABC):
         """Whether the variants will be measured (not modeled), asked where they will be measured."""
         return self.backend.measure_available()
 
-    def baselines(self, problem: Problem, *, seed: int, reps: int, timeout: float, warmup: int = 2) -> list[Baseline]:
+    def baselines(self, problem: Problem, *, seed: int, reps: int, timeout: float, warmup: int = 2,
+                  vendor: bool = True) -> list[Baseline]:
         """The backend's baselines, timed where the variants are (so speedups compare like with like)."""
         return [replace(b, host=platform.node()) for b in
-                self.backend.baselines(problem, self.cache_dir, seed=seed, reps=reps, timeout=timeout, warmup=warmup)]
+                self.backend.baselines(problem, self.cache_dir, seed=seed, reps=reps, timeout=timeout, warmup=warmup,
+                                       vendor=vendor)]
 
     def close(self) -> None:
         """Release workers."""

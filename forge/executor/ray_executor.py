@@ -211,9 +211,9 @@ class RayExecutor(Executor):
     def measure_available(self) -> tuple[bool, str]:
         return self.ray.get(self.slots[0].measure_available.remote())
 
-    def baselines(self, problem, *, seed: int, reps: int, timeout: float, warmup: int = 2) -> list:
+    def baselines(self, problem, *, seed: int, reps: int, timeout: float, warmup: int = 2, vendor: bool = True) -> list:
         return self.ray.get(self.slots[0].baselines.remote(problem, {"seed": seed, "reps": reps, "timeout": timeout,
-                                                                     "warmup": warmup}))
+                                                                     "warmup": warmup, "vendor": vendor}))
 
     def submit(self, job: Job) -> None:
         early = precheck(self.backend, job)

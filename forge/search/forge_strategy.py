@@ -144,8 +144,6 @@ from typing import Any, Literal
 
 import numpy as np
 from pydantic import BaseModel, ConfigDict, Field
-from scipy.stats import norm
-from sklearn.ensemble import ExtraTreesRegressor
 
 from forge.search.greywolf_strategy import GreyWolfStrategy
 from forge.search.strategy import Strategy
@@ -392,6 +390,11 @@ class ForgeStrategy(Strategy):
         rows_obs, y = self._training()
         if len(rows_obs) < 2 or not np.isfinite(y).all() or np.ptp(y) == 0:
             return None
+        # Imported here, not with the module: scikit-learn (and the scipy.stats it loads) take
+        # seconds to import, which every `forge tune` would pay before checking its first flag.
+        from scipy.stats import norm
+        from sklearn.ensemble import ExtraTreesRegressor
+
         model = ExtraTreesRegressor(n_estimators=self.options.n_trees, min_samples_leaf=self.options.min_leaf,
                                     max_features=1.0, random_state=int(self.rng.integers(2**31 - 1)), n_jobs=1)
         model.fit(self.X[rows_obs], y)
@@ -499,6 +502,8 @@ _ROTATION = (0, 1, 0, 2)   # local-move centres: incumbent half the time, 2nd an
 
 def _expected_improvement(mu: np.ndarray, sd: np.ndarray, best: float) -> np.ndarray:
     """EI for minimisation; where the spread is zero, EI is the plain improvement."""
+    from scipy.stats import norm
+
     sd = np.maximum(sd, 1e-12)
     z = (best - mu) / sd
     return (best - mu) * norm.cdf(z) + sd * norm.pdf(z)

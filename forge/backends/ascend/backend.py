@@ -176,7 +176,7 @@ class AscendBackend(Backend):
         return self.plan(variant.problem).model(dict(variant.config)).seconds
 
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
-                  warmup: int = 2) -> list[Baseline]:
+                  warmup: int = 2, vendor: bool = True) -> list[Baseline]:
         ks = unfused(problem, self.hw)
         if not ks:
             return []

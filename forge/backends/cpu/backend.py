@@ -132,7 +132,7 @@ class CpuBackend(Backend):
         return build_source(src, f"unfused:{problem.digest()}", Path(cache_dir), self.compiler, self.flags)
 
     def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
-                  warmup: int = 2) -> list[Baseline]:
+                  warmup: int = 2, vendor: bool = True) -> list[Baseline]:
         """The unfused sequence and torch, each at its better thread count (1 or all cores), as the
         tuned kernel also chooses its threads."""
         if self.measure == "model":
@@ -140,8 +140,9 @@ class CpuBackend(Backend):
         counts = sorted({1, hwinfo.cores(self.target)})
         timed = [self._unfused_at(problem, cache_dir, threads, seed=seed, reps=reps, timeout=timeout, warmup=warmup)
                  for threads in counts]
-        timed += measure_vendor(problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout, threads=counts,
-                                flush_bytes=self._flush_bytes()) or []
+        if vendor:
+            timed += measure_vendor(problem, seed=seed, warmup=warmup, reps=reps, timeout=timeout, threads=counts,
+                                    flush_bytes=self._flush_bytes()) or []
         best: dict[str, Baseline] = {}
         for b in timed:
             b.label = f"{b.label}, {b.measurement.extra.get('threads', '?')} thread(s)"

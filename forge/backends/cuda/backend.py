@@ -307,8 +307,8 @@ class CudaBackend(Backend):
             hx.clean(work)
 
     # -- baselines --------------------------------------------------------------------------------
-    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int,
-                  timeout: float, warmup: int = 2) -> list[Baseline]:  # torch_ref warms up on its own
+    def baselines(self, problem: Problem, cache_dir: Path, *, seed: int, reps: int, timeout: float,
+                  warmup: int = 2, vendor: bool = True) -> list[Baseline]:  # torch_ref warms up on its own
         t, steps = unfused_time(self.arch, problem)
         if len(steps) > 1:
             label = f"unfused sequence ({len(steps)} kernels, modeled roofline)"
@@ -318,7 +318,7 @@ class CudaBackend(Backend):
         out = [Baseline("unfused", label,
                         Measurement("ok", timings=[t], time_kind="modeled", extra={"steps": steps}))]
         on_device, _ = self._use_device()
-        if on_device:
+        if on_device and vendor:
             from forge.backends.cuda.torch_ref import measure_torch
             for name, label, m in measure_torch(problem, seed=seed, reps=reps, timeout=timeout):
                 out.append(Baseline(name, label, m))
