@@ -24,7 +24,7 @@ demo: $(VENV)/.installed
 
 ## make test: install the test extras and run the test suite
 test: $(VENV)/.installed-test
-	$(BIN)/python -m pytest -n 2 $(PYTEST_ARGS)
+	$(BIN)/python -m pytest -n 2 --dist worksteal $(PYTEST_ARGS)
 
 clean:
 	rm -rf $(VENV) .pytest_cache .hypothesis

@@ -74,3 +74,11 @@ def synthetic_space(tmp_path_factory):
     p = tmp_path_factory.mktemp("spaces") / "synthetic.json"
     p.write_text(json.dumps(doc))
     return load_cache(p)
+
+
+def pytest_collection_modifyitems(items):
+    """The `slow` tests first (a stable sort: otherwise in collection order). With two workers a
+    long test started last, after the short ones ran out, ends the suite minutes after the other
+    worker has finished; started first, the short ones fill in beside it (`make test` runs
+    pytest-xdist with --dist worksteal, so an idle worker takes queued tests from a busy one)."""
+    items.sort(key=lambda item: item.get_closest_marker("slow") is None)

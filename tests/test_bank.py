@@ -153,7 +153,6 @@ def test_an_import_with_an_entry_no_run_could_have_banked_is_refused_whole(bank,
         assert fresh.entries() == []                                                   # nothing imported
 
 
-@pytest.mark.slow
 def test_an_offer_is_reported_in_words():
     assert offer_summary({"added": 1, "updated": 0, "kept": 0}) == "new entry added"
     assert offer_summary({"added": 0, "updated": 1, "kept": 0}) == "entry replaced by a better config"
@@ -161,6 +160,7 @@ def test_an_offer_is_reported_in_words():
         "2 new entries added; entry kept (nothing faster found)"
 
 
+@pytest.mark.slow
 def test_tuner_bank_hit_skips_the_search(bank, tmp_path):
     """A second tune of the same problem is served by the bank."""
     from forge import tuner

@@ -186,6 +186,7 @@ def test_ops_and_targets_list():
     assert r.exit_code == 0 and "cpu" in r.output
 
 
+@pytest.mark.slow
 def test_console_script_usage_errors_exit_2_without_traceback():
     """Through the console script's entry point (not CliRunner): an unknown option or a bad value
     is a usage message and exit code 2, never a traceback."""
@@ -214,6 +215,7 @@ def test_console_script_usage_errors_exit_2_without_traceback():
         assert needle in res.stderr and "Traceback" not in res.stderr
 
 
+@pytest.mark.slow
 def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 8, N: 16}}]\ntrials: 2\ntop_k: 0\nreps: 2\n"
                           f"bank: false\nvendor: false\nout: {tmp_path / 'r'}\n")

@@ -42,6 +42,7 @@ def _all_correct(backend, cache_dir, p, configs: list[dict]) -> None:
     assert not failures, failures
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,orders", [
     (dict(B=1, Hq=4, Hkv=2, Sq=120, Skv=230, D=24), {"head", "group"}),
     # decode-like: 3 heads a kv head share the lanes; a block of 16 lanes holds 5 queries of each
@@ -152,6 +153,7 @@ def test_matmul_baseline_is_the_gemm_at_the_fixed_config():
     assert "packed GEMM" in cgen.unfused_label(p)
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,causal", [
     (dict(B=2, Hq=8, Hkv=2, Sq=1, Skv=45, D=16), False),     # decode: 4 heads x 1 query in 16 lanes
     (dict(B=1, Hq=6, Hkv=2, Sq=7, Skv=70, D=24), True),      # 3 heads: blocks of 5 queries and a tail of 2
@@ -169,6 +171,7 @@ def test_heads_sharing_the_lanes_correct(backend, cache_dir, shape, causal):
     _all_correct(backend, cache_dir, p, list(picked.values()))
 
 
+@pytest.mark.slow
 @pytest.mark.parametrize("shape,causal", [
     (dict(B=2, Hq=3, Hkv=3, Sq=1, Skv=45, D=24), False),     # MHA decode; D=24 leaves a tail past whole vectors
     (dict(B=1, Hq=4, Hkv=2, Sq=2, Skv=37, D=40), True),

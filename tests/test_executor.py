@@ -196,6 +196,7 @@ def test_ray_a_kernel_running_when_its_device_slot_dies_dies_with_it(ray_cluster
             os.kill(pid, signal.SIGKILL)
 
 
+@pytest.mark.slow
 def test_ray_device_slots_measure_at_once_each_on_its_own_device(ray_cluster, tmp_path):
     """`devices` slots each reserve one of the backend's devices (a custom Ray resource here, as
     "GPU" / "NPU" are on real targets) and measure at the same time in separate actors; more slots

@@ -92,6 +92,7 @@ def test_proposals_valid_distinct_and_failures_handled(space):
     assert fails >= 0 and s.remaining() == len(space.enumeration) - 120
 
 
+@pytest.mark.slow
 def test_exhausts_small_space_without_repeats(space):
     r = run_replay(space, "forge", 10_000, seed=0, batch=16)
     assert r.evaluations == len(space.enumeration)

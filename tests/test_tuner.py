@@ -354,6 +354,7 @@ def test_ctrl_c_stops_cleanly_and_says_how_to_resume(tmp_path, signum, status):
     assert len(_search_rows(run)) >= 3
 
 
+@pytest.mark.slow
 def test_sigterm_with_the_ray_executor_still_stops_the_run_cleanly(tmp_path):
     """ray.init installs Ray's own SIGTERM handler, which ends the driver at once; the executor
     puts forge's back, so `kill` on a Ray run gives the same clean stop as on a local one."""
