@@ -1,4 +1,5 @@
-"""Test doubles for executors and reports: a CPU backend that plants faults in chosen variants.
+"""Test doubles for executors and reports: a CPU backend that plants faults in chosen variants, and
+`run_forge`, the command line run in the test's own process.
 
 `FaultyCpuBackend(target, {"crash": {"block_q": 16}, "hang": {...}})` generates the normal kernel,
 then, for variants whose config contains the given partial config, wraps `forge_kernel` so that
@@ -7,18 +8,62 @@ attributes, so executors can pickle it to worker processes.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
+import io
 import json
 import os
+import signal
 import statistics
+import subprocess
+import sys
 import time
+from collections.abc import Mapping
 from typing import Any
+from unittest import mock
 
 from forge.backends.base import Artifact, Baseline, Measurement, Source
 from forge.backends.cpu.backend import CpuBackend
 from forge.errors import ForgeInputError, allowed_list
+from forge.report.progress import make_console
 from forge.targets import Target
 from forge.variant import Variant
+
+
+def run_forge(*argv: str, env: Mapping[str, str] | None = None) -> subprocess.CompletedProcess:
+    """`forge *argv` as the console script runs it (`forge.cli.main`: its error handling, exit codes
+    and output), but in this process: a `python -m forge.cli` costs a second or two of imports, paid
+    again by every command a test runs. `env` is laid over os.environ; the consoles the CLI made at
+    import are made again under it, so COLUMNS applies as in a new process. An exception main() does
+    not turn into an exit code propagates (a new process would print its traceback). What needs a
+    process of its own still takes one: a signal, a kill, a second forge beside the first, or an
+    environment read once per process (the C compiler found on PATH, the build cache's folder)."""
+    handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}   # as before forge.cli's import
+    import forge.cli
+    import forge.commands.show
+
+    stdout, stderr = io.StringIO(), io.StringIO()
+    code: Any = 0
+    with contextlib.ExitStack() as stack:
+        stack.enter_context(mock.patch.dict(os.environ, env or {}))
+        stack.enter_context(mock.patch.object(sys, "argv", ["forge", *argv]))
+        stack.enter_context(contextlib.redirect_stdout(stdout))
+        stack.enter_context(contextlib.redirect_stderr(stderr))
+        for module in (forge.cli, forge.commands.show):
+            stack.enter_context(mock.patch.object(module, "out", make_console()))
+            stack.enter_context(mock.patch.object(module, "err", make_console(stderr=True)))
+        try:
+            forge.cli.main()
+        except SystemExit as exc:
+            code = 0 if exc.code is None else exc.code
+        finally:
+            for sig, handler in handlers.items():
+                signal.signal(sig, handler)
+    if not isinstance(code, int):        # sys.exit("message"): printed, exit status 1
+        stderr.write(f"{code}\n")
+        code = 1
+    return subprocess.CompletedProcess(["forge", *argv], code, stdout.getvalue(), stderr.getvalue())
+
 
 # C statements run before / after the real kernel, per fault kind.
 _FAULTS: dict[str, tuple[str, str]] = {

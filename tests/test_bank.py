@@ -1,8 +1,6 @@
 """Tuning bank: best-only updates, hit/add/update counts, export/import, and the tuner's bank hit."""
 import json
 import os
-import subprocess
-import sys
 
 import pytest
 from rich.console import Console
@@ -12,6 +10,7 @@ from forge.bank import (Bank, bank_lookup, bank_offer, bank_path, bank_stale, ex
 from forge.errors import ForgeInputError
 from forge.ops import get_op
 from forge.results import Record
+from forge.testing import run_forge
 from forge.variant import config_text
 
 
@@ -356,14 +355,13 @@ def test_a_bank_that_cannot_be_opened_never_stops_a_run(bank, tmp_path):
     assert json.loads((run / "run.json").read_text())["status"] == "complete"
     assert f"tuning bank unavailable ({bank}: file is not a database)" in con.export_text()
     assert bank.read_text() == "not a database"
-    done = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "show"], capture_output=True, text=True)
+    done = run_forge("bank", "show")
     assert done.returncode == 2 and f"FORGE_BANK: {bank}: file is not a database" in done.stderr
 
 
 def test_showing_a_bank_that_does_not_exist_says_so_and_does_not_make_it(tmp_path):
     path = tmp_path / "none" / "bank.sqlite"
-    res = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "show"], capture_output=True, text=True,
-                         timeout=120, env={**os.environ, "FORGE_BANK": str(path)})
+    res = run_forge("bank", "show", env={"FORGE_BANK": str(path)})
     assert res.returncode == 0 and "no tuning bank yet at" in res.stdout
     assert not path.exists() and not path.parent.exists()
 

@@ -5,7 +5,6 @@ leaderboard can be checked by hand.
 """
 import json
 import os
-import subprocess
 import sys
 import types
 from dataclasses import dataclass, field
@@ -26,6 +25,7 @@ from forge.report import scores
 from forge.results import Record, Store
 from forge.results.lock import FolderInUse, folder_lock
 from forge.targets import get_target
+from forge.testing import run_forge
 
 US = 1e-6
 
@@ -503,8 +503,7 @@ def test_two_benches_compared_case_by_case(tmp_path, fake_tuner):
     assert json.loads((tmp_path / "new" / "c.json").read_text())["total"]["compared"] == 2
     res = CliRunner().invoke(app, ["compare", str(tmp_path / "a"), str(tmp_path / "a")])
     assert isinstance(res.exception, ForgeInputError) and "is A itself" in str(res.exception)
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path)],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_forge("compare", str(tmp_path / "a"), str(tmp_path))
     assert proc.returncode == 2 and "is not a forge bench folder" in proc.stderr
     # case 64 measured in C, modeled in A: not compared, in the case row and in the counts
     fake_tuner({8: ([20], 40, 50, "measured"), 16: ([16], 40, None, "measured"), 32: ([9], 40, None, "measured"),
@@ -534,8 +533,7 @@ def test_compare_leaves_out_a_case_id_that_names_another_problem(tmp_path, fake_
                                   "b": "softmax[M=128,N=64] float32"}]
     assert cmp["settings_differ"] == ["A --reps 10, B --reps 7"]     # what else a difference may come from
     run_bench(Suite("v", "none shared", [other[1]]), "cpu", tmp_path / "c")
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "compare", str(tmp_path / "a"), str(tmp_path / "c")],
-                          capture_output=True, text=True, timeout=120)
+    proc = run_forge("compare", str(tmp_path / "a"), str(tmp_path / "c"))
     assert proc.returncode == 2 and "has no case of the same problem" in proc.stderr and "suite v" in proc.stderr
 
 

@@ -8,7 +8,6 @@ import json
 import os
 import shutil
 import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -16,6 +15,7 @@ from rich.console import Console
 
 from forge import tuner
 from forge.config import TuneSettings
+from forge.testing import run_forge
 
 
 @pytest.fixture(scope="module")
@@ -27,8 +27,7 @@ def small_run(tmp_path_factory) -> Path:
 
 
 def forge_cli(*args: str) -> subprocess.CompletedProcess:
-    return subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=120,
-                          env={**os.environ, "FORGE_BANK": os.devnull})
+    return run_forge(*args, env={"FORGE_BANK": os.devnull})
 
 
 @pytest.mark.parametrize("damaged,content,needle", [
@@ -146,6 +145,5 @@ def test_a_bank_export_onto_the_bank_itself_is_refused(small_run, tmp_path, monk
     monkeypatch.setenv("FORGE_BANK", str(bank))
     bank_offer([r for r in Store.for_run(small_run).records() if r.phase == "search" and r.status == "ok"])
     kept = bank.read_bytes()
-    res = subprocess.run([sys.executable, "-m", "forge.cli", "bank", "export", str(bank)], capture_output=True,
-                         text=True, timeout=120)
+    res = run_forge("bank", "export", str(bank))
     assert res.returncode == 2 and "an SQLite database" in res.stderr and bank.read_bytes() == kept, res.stderr

@@ -10,6 +10,7 @@ from typer.testing import CliRunner
 from forge.cli import app, parse_pairs
 from forge.config import TuneSettings, load_config
 from forge.errors import ForgeInputError
+from forge.testing import run_forge
 
 
 def write(tmp_path, text):
@@ -60,8 +61,7 @@ def test_unknown_field_lists_allowed_ones(tmp_path):
 def test_unknown_sampler_fails_before_anything_is_measured_or_written(tmp_path):
     """The sampler is checked with the other settings: no baseline is timed, no run folder made."""
     out = tmp_path / "run"
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "softmax", "--shape", "M=4,N=8",
-                           "--sampler", "tpx", "--out", str(out)], capture_output=True, text=True, timeout=120)
+    proc = run_forge("tune", "--op", "softmax", "--shape", "M=4,N=8", "--sampler", "tpx", "--out", str(out))
     assert proc.returncode == 2 and "sampler" in proc.stderr and "qmc-scrambled" in proc.stderr
     assert "measuring baselines" not in proc.stdout + proc.stderr
     assert not out.exists()
@@ -158,7 +158,7 @@ def test_parse_pairs():
      "Ascend takes float16/bfloat16 inputs (fp32 softmax inside), not float32; allowed there: float16, bfloat16"),
 ])
 def test_cli_errors_exit_2_and_name_the_field(args, needle):
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", *args], capture_output=True, text=True, timeout=120)
+    proc = run_forge(*args)
     assert proc.returncode == 2, proc.stderr
     assert needle in proc.stderr
     assert "Traceback" not in proc.stderr
@@ -168,9 +168,8 @@ def test_the_attention_config_tunes_on_another_target_in_that_targets_dtype(tmp_
     """The README's CPU config reused with --target for Ascend: it names no dtype, so each shape is
     tuned in the first dtype Ascend takes (float16), said once, not refused as float32."""
     config = Path(__file__).parents[1] / "configs" / "attention.yaml"
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--op", "attention", "--target", "ascend910b2",
-                           "--config", str(config), "--trials", "1", "--top-k", "0", "--no-bank",
-                           "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=300)
+    proc = run_forge("tune", "--op", "attention", "--target", "ascend910b2", "--config", str(config), "--trials", "1",
+                     "--top-k", "0", "--no-bank", "--out", str(tmp_path / "run"))
     assert proc.returncode == 0, proc.stderr
     assert proc.stderr.count("no --dtype given: using float16") == 1
     tuned = [line for line in proc.stderr.splitlines() if line.startswith("forge tune attention[")]
@@ -186,12 +185,17 @@ def test_ops_and_targets_list():
     assert r.exit_code == 0 and "cpu" in r.output
 
 
-@pytest.mark.slow
 def test_console_script_usage_errors_exit_2_without_traceback():
-    """Through the console script's entry point (not CliRunner): an unknown option or a bad value
-    is a usage message and exit code 2, never a traceback."""
+    """Through the console script's entry point (main(), not CliRunner): an unknown option or a bad
+    value is a usage message and exit code 2, never a traceback. The first two in a process of their
+    own, as a user runs them (the second reaches for a Ray cluster); the rest in this one."""
     for argv, needle in ((["tune", "--bogus", "1"], "No such option"),
-                         (["tune", "--trials", "abc"], "--trials"),
+                         (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--executor", "ray",
+                           "--ray-address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1")):
+        res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
+        assert res.returncode == 2, (argv, res.stderr[-2000:])
+        assert needle in res.stderr and "Traceback" not in res.stderr
+    for argv, needle in ((["tune", "--trials", "abc"], "--trials"),
                          (["tune", "--op", "nope"], "unknown operator 'nope'"),
                          (["replay", "/nonexistent/cache.json"], "no such file"),
                          (["bench", "--suite", "cannbench", "--target", "nope"], "unknown target 'nope'"),
@@ -205,12 +209,10 @@ def test_console_script_usage_errors_exit_2_without_traceback():
                          (["bench", "--suite", "cannbench", "--target", "cpu", "--report-only", "--out",
                            "/nonexistent/bench"], "holds no bench yet"),
                          (["bank", "export", "/proc/forge-nope/bank.json"], "cannot write"),
-                         (["tune", "--op", "softmax", "--shape", "M=8,N=8", "--executor", "ray",
-                           "--ray-address", "127.0.0.1:1"], "no Ray cluster answers at 127.0.0.1:1"),
                          (["replay", str(Path(__file__).parents[1] / "benchmarks" / "spaces" / "cpu_conv2d.json.gz"),
                            "--export", "/proc/forge-nope/x.json"],
                           "cannot write")):
-        res = subprocess.run([sys.executable, "-m", "forge.cli", *argv], capture_output=True, text=True, timeout=120)
+        res = run_forge(*argv)
         assert res.returncode == 2, (argv, res.stderr[-2000:])
         assert needle in res.stderr and "Traceback" not in res.stderr
 
@@ -219,8 +221,7 @@ def test_console_script_usage_errors_exit_2_without_traceback():
 def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     cfg = write(tmp_path, f"op: softmax\nshapes: [{{M: 4, N: 8}}, {{M: 8, N: 16}}]\ntrials: 2\ntop_k: 0\nreps: 2\n"
                           f"bank: false\nvendor: false\nout: {tmp_path / 'r'}\n")
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
-                          text=True, timeout=300)
+    proc = run_forge("tune", "--config", str(cfg))
     assert proc.returncode == 0, proc.stderr[-2000:]
     summary = proc.stdout[proc.stdout.index("2 shapes of softmax tuned"):]
     assert "softmax[M=4,N=8] float32" in summary and "softmax[M=8,N=16] float32" in summary
@@ -229,40 +230,33 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
     for argv, needle in ((["--op", "softmax", "--shape", "M=4,N=8", "--out", str(tmp_path / "r")], "holds runs of its own"),
                          (["--config", str(cfg), "--out", str(tmp_path / "r" / "shape0")], "holds a run; a config of"),
                          (["--resume", str(tmp_path / "r")], "run the same `forge tune --config")):
-        refused = subprocess.run([sys.executable, "-m", "forge.cli", "tune", *argv], capture_output=True, text=True,
-                                 timeout=120)
+        refused = run_forge("tune", *argv)
         assert refused.returncode == 2 and needle in refused.stderr, (argv, refused.stderr[-2000:])
     assert not (tmp_path / "r" / "run.json").exists() and not (tmp_path / "r" / "shape0" / "shape0").exists()
     # forge report on the config's folder: each shape's leaderboard, then the shapes side by side
-    rep = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "r"), "--format", "json"],
-                         capture_output=True, text=True, timeout=120)
+    rep = run_forge("report", str(tmp_path / "r"), "--format", "json")
     assert rep.returncode == 0, rep.stderr[-2000:]
     assert rep.stdout.index("softmax[M=4,N=8]") < rep.stdout.index("softmax[M=8,N=16]") < rep.stdout.index(
         "2 shapes of softmax")
     for i in range(2):
         assert json.loads((tmp_path / "r" / f"shape{i}" / "leaderboard.json").read_text())["rows"]
-    one_file = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "r"), "-o", "x.md"],
-                              capture_output=True, text=True, timeout=120)
+    one_file = run_forge("report", str(tmp_path / "r"), "-o", "x.md")
     assert one_file.returncode == 2 and "--output: " in one_file.stderr and "2 shapes" in one_file.stderr
     # the same command again (as after an interruption): tuned shapes kept, a missing one tuned
     import shutil
 
     shutil.rmtree(tmp_path / "r" / "shape1")
-    again = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
-                           text=True, timeout=300)
+    again = run_forge("tune", "--config", str(cfg))
     assert again.returncode == 0, again.stderr[-2000:]
     assert f"{tmp_path / 'r' / 'shape0'}: tuned already, kept" in again.stderr
     assert (tmp_path / "r" / "shape1" / "run.json").is_file()
-    more = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--trials", "3"],
-                          capture_output=True, text=True, timeout=300)           # what --resume may change
+    more = run_forge("tune", "--config", str(cfg), "--trials", "3")           # what --resume may change
     assert more.returncode == 0, more.stderr[-2000:]
     assert json.loads((tmp_path / "r" / "shape0" / "run.json").read_text())["evaluated"] == 3
-    back = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
-                          text=True, timeout=300)         # the config's smaller budget: kept as searched
+    back = run_forge("tune", "--config", str(cfg))         # the config's smaller budget: kept as searched
     assert back.returncode == 0 and back.stderr.count("tuned already, kept") == 2, back.stderr[-2000:]
     assert "3 of 3 variants" in back.stdout and "of 2 variants" not in back.stdout
-    other = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg), "--reps", "3"],
-                           capture_output=True, text=True, timeout=120)
+    other = run_forge("tune", "--config", str(cfg), "--reps", "3")
     assert other.returncode == 2 and "holds a run of other settings (reps)" in other.stderr, other.stderr[-2000:]
 
 
@@ -279,8 +273,7 @@ def test_a_config_of_several_shapes_ends_with_them_side_by_side(tmp_path):
 ])
 def test_every_shape_of_a_config_is_checked_before_the_first_is_tuned(tmp_path, shapes, needle):
     cfg = write(tmp_path, f"op: softmax\nshapes: {shapes}\ntrials: 2\nout: {tmp_path / 'r'}\n")
-    proc = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(cfg)], capture_output=True,
-                          text=True, timeout=120)
+    proc = run_forge("tune", "--config", str(cfg))
     assert proc.returncode == 2 and needle in proc.stderr, proc.stderr[-2000:]
     assert not (tmp_path / "r").exists()                       # nothing tuned before the refusal
 
@@ -365,8 +358,7 @@ def test_a_target_refusing_one_dimension_names_it():
 def test_a_config_that_cannot_be_read_as_written_is_named_not_a_traceback(tmp_path, content, says):
     path = tmp_path / "c.yaml"
     path.write_bytes(content)
-    res = subprocess.run([sys.executable, "-m", "forge.cli", "tune", "--config", str(path), "--no-bank", "--trials", "1",
-                          "--out", str(tmp_path / "run")], capture_output=True, text=True, timeout=120)
+    res = run_forge("tune", "--config", str(path), "--no-bank", "--trials", "1", "--out", str(tmp_path / "run"))
     assert res.returncode == 2 and says in res.stderr and "Traceback" not in res.stderr, res.stderr[-2000:]
     assert not (tmp_path / "run").exists()
 

@@ -19,7 +19,7 @@ from forge.errors import ForgeInputError
 from forge.report.leaderboard import build_leaderboard
 from forge.results import Store
 from forge.targets import get_target
-from forge.testing import FaultyCpuBackend, RunOrderCpuBackend, SlowerAtTheEndCpuBackend
+from forge.testing import FaultyCpuBackend, RunOrderCpuBackend, SlowerAtTheEndCpuBackend, run_forge
 from forge.results.lock import FolderInUse
 from forge.tuner import problem_of, resume, tune
 
@@ -487,20 +487,16 @@ def test_forge_runs_lists_each_run_with_its_state_and_best(tmp_path):
     assert [r["status"] for r in rows] == ["complete", "interrupted", f"in progress (pid {os.getpid()})"]
     assert {r["what"] for r in rows} == {"softmax[M=128,N=256] float32"}
     assert all(r["progress"] == "3 of 3 variants" and r["best"] > 0 and r["speedup_unfused"] for r in rows)
-    cli = [sys.executable, "-m", "forge.cli", "runs"]
-    listed = subprocess.run([*cli, str(tmp_path / "runs"), "--json", str(tmp_path / "runs.json")],
-                            capture_output=True, text=True)
+    listed = run_forge("runs", str(tmp_path / "runs"), "--json", str(tmp_path / "runs.json"))
     assert listed.returncode == 0, listed.stderr
     assert [r["status"] for r in json.loads((tmp_path / "runs.json").read_text())][2:5] == ["complete", "interrupted",
                                                                                             "interrupted"]
-    assert "0cfg/shape1" in subprocess.run([*cli, str(tmp_path / "runs")], capture_output=True, text=True,
-                                           env={**os.environ, "COLUMNS": "200"}).stdout
+    assert "0cfg/shape1" in run_forge("runs", str(tmp_path / "runs"), env={"COLUMNS": "200"}).stdout
     (itself,) = collect(tmp_path / "runs" / "a")          # a run folder itself: its row, not "no run here"
     assert itself["status"] == "complete" and itself["what"] == "softmax[M=128,N=256] float32"
-    missing = subprocess.run([*cli, str(tmp_path / "nope")], capture_output=True, text=True)
+    missing = run_forge("runs", str(tmp_path / "nope"))
     assert missing.returncode == 2 and "folder: " in missing.stderr
-    report = subprocess.run([sys.executable, "-m", "forge.cli", "report", str(tmp_path / "runs")],
-                            capture_output=True, text=True)
+    report = run_forge("report", str(tmp_path / "runs"))
     assert report.returncode == 2 and f"`forge runs {tmp_path / 'runs'}` lists them" in report.stderr
 
 
@@ -509,11 +505,11 @@ def test_resume_refuses_flags_the_run_fixed_and_takes_its_budget_and_place(tmp_p
     input error naming the flag (it used to be dropped silently); the budget may be raised."""
     run = tune(settings(tmp_path, trials=2, top_k=0), console=QUIET)
     before = _search_rows(run)
-    cli = [sys.executable, "-m", "forge.cli", "tune", "--resume", str(run)]
-    refused = subprocess.run([*cli, "--sampler", "tpe", "--reps", "3"], capture_output=True, text=True, timeout=120)
-    assert refused.returncode == 2 and "--reps, --sampler: fixed by the run being resumed" in refused.stderr
+    cli = ("tune", "--resume", str(run))
+    refused = run_forge(*cli, "--sampler", "tpe", "--reps", "3", "--no-vendor")
+    assert refused.returncode == 2 and "--reps, --sampler, --no-vendor: fixed by the run being resumed" in refused.stderr
     assert _search_rows(run) == before
-    done = subprocess.run([*cli, "--trials", "4"], capture_output=True, text=True, timeout=300)
+    done = run_forge(*cli, "--trials", "4")
     assert done.returncode == 0, done.stderr[-2000:]
     assert len(_search_rows(run)) == 4
 
