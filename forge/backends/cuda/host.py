@@ -1,6 +1,6 @@
-"""Run a generated CUDA plan on the CPU (host_cuda.h): g++ -fopenmp, one OpenMP thread per CUDA
-thread of a block, blocks in turn, every launch of the plan in order, buffers in the problem's
-dtype through files.
+"""Run a generated CUDA plan on the CPU (host_cuda.h): g++, each CUDA thread of a block a coroutine
+on one OS thread that runs them barrier to barrier, blocks in turn, every launch of the plan in
+order, buffers in the problem's dtype through files.
 
 Without a GPU this is how a variant's correctness is checked: the same config is generated for a
 smaller problem with the same tiling structure (each generator's `emulation_shape`: whole blocks
@@ -28,7 +28,7 @@ HEADER = Path(__file__).with_name("host_cuda.h")
 DRIVER = """#include "host_cuda.h"
 #include <cstdio>
 #include <vector>
-thread_local Dim3 threadIdx;
+Dim3 threadIdx;
 Dim3 blockIdx;
 unsigned char* forge_dyn_smem;
 #include "kernel.cu"
@@ -38,18 +38,11 @@ struct Ptr {{ void* p; template <typename T> operator T*() const {{ return (T*)p
 template <typename F> static bool launch(unsigned gx, unsigned gy, unsigned gz, int threads, long smem, F kernel) {{
   std::vector<unsigned char> dyn(smem + 16);
   forge_dyn_smem = dyn.data();
-  bool full = true;
   for (unsigned z = 0; z < gz; ++z)
     for (unsigned y = 0; y < gy; ++y)
       for (unsigned x = 0; x < gx; ++x) {{
         blockIdx = Dim3{{x, y, z}};
-#pragma omp parallel num_threads(threads)
-        {{
-          threadIdx = Dim3{{(unsigned)omp_get_thread_num(), 0, 0}};
-          if (omp_get_num_threads() != threads) full = false;
-          else kernel();
-        }}
-        if (!full) return false;
+        if (!forge_host::run_block(threads, kernel)) return false;
       }}
   return true;
 }}
@@ -74,7 +67,7 @@ int main(int argc, char** argv) {{
 """
 
 DYNAMIC_SMEM = re.compile(r"extern __shared__ (?:__align__\(\d+\) )?([\w ]+?) (\w+)\[\];")
-FLAGS = ["-std=c++17", "-O1", "-fopenmp", "-w"]
+FLAGS = ["-std=c++17", "-O1", "-w"]
 
 
 @dataclass
@@ -95,13 +88,12 @@ class HostRun:
 
 @lru_cache(maxsize=1)
 def available() -> tuple[bool, str]:
-    """g++ with OpenMP present (checked once per process)."""
+    """g++ with the POSIX coroutines (ucontext.h) the host threads run on (checked once per process)."""
     gxx = shutil.which("g++")
     if gxx is None:
         return False, "g++ not found"
-    r = subprocess.run([gxx, "-fopenmp", "-x", "c++", "-E", "-"], input="#include <omp.h>\n",
-                       capture_output=True, text=True)
-    return (True, "") if r.returncode == 0 else (False, "g++ has no OpenMP (omp.h)")
+    r = subprocess.run([gxx, "-x", "c++", "-E", "-"], input="#include <ucontext.h>\n", capture_output=True, text=True)
+    return (True, "") if r.returncode == 0 else (False, "g++ has no ucontext.h")
 
 
 def sources(plan: Plan) -> dict[str, str]:
@@ -184,13 +176,13 @@ def run(exe: str, plan: Plan, inputs: dict[str, np.ndarray], dtype: str, work: P
         if b.kind == "in":
             path.write_bytes(to_bytes(inputs[b.name], dtype))
         files.append(str(path))
-    env = dict(os.environ, OMP_DYNAMIC="false", OMP_WAIT_POLICY="passive")
     try:
-        r = subprocess.run(dies_with_parent([exe, *files, str(work / "result.bin")]), capture_output=True, text=True, env=env,
+        r = subprocess.run(dies_with_parent([exe, *files, str(work / "result.bin")]), capture_output=True, text=True,
                            timeout=timeout, start_new_session=True)
     except subprocess.TimeoutExpired:
         return HostRun(False, status="timeout", error=f"host emulation did not finish in {timeout:.0f} s")
     if r.returncode != 0:
-        why = {4: "OpenMP could not give a block all its threads"}.get(r.returncode, f"exit status {r.returncode}")
+        why = {4: "a block of more than 1024 threads, or no memory for its threads' stacks"}.get(
+            r.returncode, f"exit status {r.returncode}")
         return HostRun(False, status="runtime_error", error=f"host emulation failed ({why}): {r.stderr[-1000:]}")
     return HostRun(True, from_bytes((work / "result.bin").read_bytes(), dtype))
