@@ -5,7 +5,7 @@
 // so its indexing, tails, pipelines and fragment layouts can be checked against the reference
 // without a GPU. __syncthreads() hands control back to the block's scheduler, which runs every
 // other thread of the block up to the same barrier before any goes on: a block's threads
-// interleave only at barriers, as a correct kernel can't tell apart from running at once.
+// interleave only at barriers, which a correct kernel cannot tell from running at once.
 // Warp-collective operations exchange their lanes' values through block-wide barriers, so every
 // thread of a block must reach them together, as in forge's kernels. cp.async copies land at
 // once (a correct kernel waits for them anyway). mma.sync is computed in fp32 from the fragment
