@@ -37,7 +37,8 @@ def run_forge(*argv: str, env: Mapping[str, str] | None = None) -> subprocess.Co
     import are made again under it, so COLUMNS applies as in a new process. An exception main() does
     not turn into an exit code propagates (a new process would print its traceback). What needs a
     process of its own still takes one: a signal, a kill, a second forge beside the first, or an
-    environment read once per process (the C compiler found on PATH, the build cache's folder)."""
+    environment that what this process already loaded or cached would not see (a `cc` first on
+    PATH that refuses every build did not reach a tune run here after other tests had run)."""
     handlers = {sig: signal.getsignal(sig) for sig in (signal.SIGINT, signal.SIGTERM)}   # as before forge.cli's import
     import forge.cli
     import forge.commands.show
