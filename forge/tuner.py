@@ -471,7 +471,7 @@ def _start(ctx: Context, executor: Executor, space: Space, enum: Enumeration, en
         "measured": bool(can_measure and settings.measure != "model"), "measure_note": why,
         # shown where a baseline is missing and its column empty
         "no_baseline_reason": {name: ctx.backend.no_baseline_reason(problem, name) for name in BASELINE_NAMES}
-        | ({} if settings.vendor else {"vendor": "not timed: the run was started with --no-vendor"}),
+        | ({} if settings.vendor else {"vendor": "not timed: the run was started with --no-vendor (vendor: false)"}),
         "space": {"params": {p.name: list(p.values) for p in space.params}, "cartesian": enum.cartesian,
                   "valid": len(enum), "rejections": enum.reason_counts, "enumerate_seconds": enum_seconds},
         "roofline_seconds": target.roofline_seconds(get_op(problem.op).flops(problem),

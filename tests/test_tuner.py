@@ -62,8 +62,8 @@ def test_no_vendor_times_no_vendor_baseline_and_says_why_its_column_is_empty(tmp
     run = tune(settings(tmp_path, top_k=0, trials=2), console=QUIET)
     assert [r.config["baseline"] for r in Store.for_run(run).records(phase="baseline")] == ["unfused"]
     assert json.loads((run / "run.json").read_text())["settings"]["vendor"] is False
-    assert ("baseline vendor: none, so '× vendor' is empty — not timed: the run was started with --no-vendor"
-            in headline(build_leaderboard(run)))
+    assert ("baseline vendor: none, so '× vendor' is empty — not timed: the run was started with --no-vendor "
+            "(vendor: false)" in headline(build_leaderboard(run)))
 
 
 def test_the_re_measure_takes_turns_over_runs_and_pools_them(tmp_path):
