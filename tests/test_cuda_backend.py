@@ -123,14 +123,15 @@ def test_model_prefers_pipelining_and_full_waves():
     assert eight < one
 
 
-def test_a_gqa_groups_heads_share_a_blocks_rows_only_where_decode_leaves_them_empty():
-    """rows=group is offered for GQA with fewer queries than the smallest block_m; packed, a decode
+def test_a_gqa_groups_heads_share_a_blocks_rows_only_where_one_head_leaves_them_empty():
+    """rows=group is offered for GQA with fewer queries than the largest block_m; packed, a decode
     step has one row block per kv head (not per query head) and issues 1/group of the tiles."""
     be = get_backend("h100", measure="model")
     names = lambda shape: [x.name for x in be.space(get_op("attention").problem(shape, "bfloat16")).params]  # noqa: E731
     assert "rows" in names(dict(B=1, Hq=32, Hkv=8, Sq=1, Skv=4096, D=128))
+    assert "rows" in names(dict(B=1, Hq=32, Hkv=8, Sq=64, Skv=4096, D=128))         # half of a 128-row tile
     assert "rows" not in names(dict(B=1, Hq=32, Hkv=32, Sq=1, Skv=4096, D=128))     # MHA: nothing to pack
-    assert "rows" not in names(dict(B=1, Hq=32, Hkv=8, Sq=64, Skv=4096, D=128))     # a head fills a tile
+    assert "rows" not in names(dict(B=1, Hq=32, Hkv=8, Sq=128, Skv=4096, D=128))    # a head fills every tile
     d = get_op("attention").problem(dict(B=2, Hq=32, Hkv=8, Sq=1, Skv=4096, D=128), "bfloat16")
     cfg = dict(block_m=64, block_n=64, num_warps=4, stages=2, min_blocks=1, splits=2)
     head, group = (be.plan(Variant(d, "h100", {**cfg, "rows": r})) for r in ("head", "group"))
@@ -140,6 +141,24 @@ def test_a_gqa_groups_heads_share_a_blocks_rows_only_where_decode_leaves_them_em
     # the same 128 blocks (kv splits make up the heads packed away): a quarter of the tile work
     assert be.model(Variant(d, "h100", {**cfg, "rows": "group", "splits": 8})) < \
         be.model(Variant(d, "h100", {**cfg, "rows": "head"}))
+
+
+def test_short_query_runs_get_tiles_of_16_and_32_rows():
+    """A decode or short prefill chunk of one head fills 1-16 rows: besides FA2's 64 and 128, the
+    space has FlashInfer's 16- and 32-row query tiles (cuda.md §4.4), one warp per 16 rows at the
+    least, so a block computes 16 rows of scores per query instead of 64."""
+    be = get_backend("h100", measure="model")
+    d = get_op("attention").problem(dict(B=8, Hq=32, Hkv=32, Sq=1, Skv=4096, D=128), "bfloat16")
+    space = be.space(d)
+    tiles = {(c["block_m"], c["num_warps"]) for c in space.enumerate().configs()}
+    assert {(16, 1), (32, 1), (32, 2), (64, 4), (128, 8)} <= tiles
+    assert any(r.startswith("warps:") for r in space.check(dict(block_m=16, block_n=64, num_warps=2, stages=2,
+                                                                min_blocks=1, splits=1)))
+    cfg = dict(block_n=64, stages=2, min_blocks=1, splits=4)
+    small, large = (be.plan(Variant(d, "h100", {**cfg, "block_m": m, "num_warps": w})) for m, w in ((16, 1), (64, 4)))
+    assert small.launches[0].block == (32, 1, 1) and "BLOCK_M = 16" in small.files["forge_config.h"]
+    assert 4 * small.estimates["flops_executed"] == large.estimates["flops_executed"]
+    assert small.estimates["smem"] < large.estimates["smem"]
 
 
 def _dram_bytes(be, p, cfg):

@@ -78,8 +78,8 @@ def test_host_run_detects_an_output_the_kernel_never_writes(tmp_path):
     ("(n0 + BLOCK_N - 1 > m0 / ROW_HEADS + (SKV - SQ))", "(n0 + BLOCK_N - 1 > m0 + (SKV - SQ))"),  # mask by query
 ])
 def test_packed_group_rows_fail_the_check_when_their_mapping_breaks(right, wrong, tmp_path):
-    """rows=group: four heads x 20 queries in two row blocks under a causal mask shifted right by
-    76 keys; the second block's queries start at 16, not at its first row 64."""
+    """rows=group: four heads x 20 queries in five row blocks of 16 under a causal mask shifted
+    right by 76 keys; the second block's queries start at 4, not at its first row 16."""
     be = get_backend("h100", measure="model")
     p = get_op("attention").problem(dict(B=1, Hq=4, Hkv=1, Sq=20, Skv=96, D=32), "float16", {"causal": True})
     plan = be.plan(Variant(p, "h100", _smallest_matching(be, p, dict(rows="group", block_n=32, splits=1))))

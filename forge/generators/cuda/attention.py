@@ -50,9 +50,11 @@ def space(p: Problem, arch) -> Space:
     vals = load_space_values("attention")
     lim = arch.limits
     group = p.shape["Hq"] // p.shape["Hkv"]
-    # Packing a group's heads into the rows pays where one head's queries leave most of a tile's
-    # rows empty (decode); there K and V are read once per kv head instead of once per query head.
-    packable = group > 1 and p.shape["Sq"] < min(vals["block_m"])
+    # Packing a group's heads into the rows pays where one head's queries leave a tile's rows
+    # partly empty (decode, short prefill chunks): a block of block_m rows then serves up to
+    # block_m / Sq heads, reading each K/V tile once for all of them. Where one head's queries fill
+    # the largest tile, packing changes neither the blocks nor the K/V reads.
+    packable = group > 1 and p.shape["Sq"] < max(vals["block_m"])
     params = [choice(k, v, ordered=True) for k, v in vals.items() if k != "rows"]
     if packable:
         params.append(choice("rows", vals["rows"],
