@@ -234,6 +234,37 @@ def test_a_small_budget_leaves_the_model_all_but_40_percent_of_it(space):
         assert s.n_init == start, budget
 
 
+def test_a_start_the_budget_shortened_is_drawn_around_the_centre(space):
+    """Below 25 evaluations the start's points are drawn around the middle of every ordered range
+    (CMA-ES's first distribution), not spread to its ends; a full start, a start size the caller
+    set, and `start="maxmin"` keep the max-min spread, so budgets of 25 and more propose what they
+    did before."""
+    ordered = [j for j, p in enumerate(space.enumeration.space.params) if p.ordered and len(p.values) > 2]
+
+    def start(budget: int, **opts) -> np.ndarray:
+        """Mean distance of the start's ordered value indices from the middle of their ranges,
+        over 20 seeds (normalised: 0 at the middle, 0.5 at either end)."""
+        far = []
+        for seed in range(20):
+            s = get_strategy("forge", space.enumeration, seed=seed, **opts)
+            s.budget = budget
+            rows = [s.row(c) for c in s.ask(s.n_init)]
+            idx = s.valid[rows][:, ordered]
+            n = np.array([len(space.enumeration.space.params[j].values) for j in ordered])
+            far.append(np.abs(idx / (n - 1) - 0.5).mean())
+        return float(np.mean(far))
+
+    assert start(8) < 0.7 * start(8, start="maxmin")
+    assert start(12) < 0.7 * start(25)
+    assert start(8, n_init=3) == start(8, start="maxmin")
+    for seed in (0, 1):
+        auto, maxmin = (run_replay(space, get_strategy("forge", space.enumeration, seed=seed, **o), 25, seed)
+                        for o in ({}, {"start": "maxmin"}))
+        assert auto.proposals == maxmin.proposals
+    small = [run_replay(space, get_strategy("forge", space.enumeration, seed=4), 8, 4).proposals for _ in range(2)]
+    assert small[0] == small[1]
+
+
 def test_forge_tune_tells_its_strategy_the_trials_as_its_budget(space):
     from forge.config import TuneSettings
     from forge.tuner import make_strategy

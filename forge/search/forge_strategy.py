@@ -15,7 +15,8 @@ Algorithm
    (first point uniform at random), over a seeded pool of candidates: the first model then sees
    every parameter near both ends of its range, including the extremes (smallest/largest tiles,
    both settings of a switch) where kernel optima often sit. (A uniform start was tried and
-   was worse; see benchmarks/search_design_log.md, first pass.)
+   was worse; see benchmarks/search_design_log.md, first pass.) Where a small budget shortens the
+   start (`start`, below), its points are drawn around the centre of the space instead.
 2. Then every ask: fit an extremely-randomised-trees ensemble on log(time) of what was measured
    (failures imputed as the worst log-time seen: they cost budget, so the model should steer away
    from their region, but they are not "infinitely slow"), clipped from above at the median of the
@@ -68,6 +69,20 @@ set by `sampler_options` in a tune config, `--sampler-options` of `forge tune` o
   extremes, which on kernel spaces are slow more often than not — on the ten brute-forced spaces
   of benchmarks/search_design_log.md ("Small budgets") 8 evaluations of start only were worse
   than random search. Budgets of 25 and more are unchanged.
+- `start="auto"`: max-min where the start has its full `n_init` points, and where the budget
+  shortened it (budgets below 25), points drawn around the centre of the space: each ordered
+  parameter's value index from a normal distribution at the middle of its range with a sixth of
+  the range as its standard deviation (rounded, clipped to the range), each unordered one
+  uniformly, and the unproposed valid point nearest that draw in the encoded space. That is the
+  distribution Optuna's CMA-ES draws its first generation from (x0 the middle of each range,
+  sigma0 = range / 6, the CmaEsSampler docs), which read 0.146 at 8 evaluations where forge's
+  max-min start read 0.005 (search_design_log.md, "Small budgets"). The max-min start is there to
+  show the first model both ends of every range; a search of 8–20 evaluations has a model for a
+  handful of steps at most, so its start points are most of its answer, and the middle of a
+  kernel space (mid-sized tiles, mid vector widths) is slow less often than its extremes. The
+  price is a space whose optimum sits at the extremes (pnpoly: 0.344 → -0.114 at 8); the
+  design log's "Small budgets, a centred start" pass has the ten spaces on two seed sets.
+  `start="maxmin"` or `"centre"` fixes the start's kind at every budget.
 - `n_trees=24`: spread across trees is the uncertainty estimate; two dozen trees give a usable
   standard deviation, and the fit + prediction over ~18k points stays at ~10-20 ms per step
   (a 200-evaluation run on the 17,956-point gemm space in a few seconds).
@@ -174,6 +189,9 @@ class ForgeOptions(BaseModel):
     path_floor: float | None = Field(None, gt=0, description="code-path sampling floor; None: off")
     pack_every: int = Field(0, ge=0, description="one slot in this many after the start goes to the "
                                                   "grey-wolf pack; 0: none")
+    start: Literal["auto", "maxmin", "centre"] = Field(
+        "auto", description="the start's points: max-min spread, or drawn around the centre; auto: "
+                            "centre where the budget shortened the start")
 
 
 def start_size(options: ForgeOptions, budget: int | None) -> int:
@@ -183,6 +201,14 @@ def start_size(options: ForgeOptions, budget: int | None) -> int:
     if budget is None or "n_init" in options.model_fields_set:
         return options.n_init
     return min(options.n_init, max(3, int(0.4 * budget)))
+
+
+def start_kind(options: ForgeOptions, budget: int | None) -> str:
+    """How the start's points are drawn: `options.start`, and for "auto" around the centre exactly
+    where the budget shortened the start below `n_init` (see `start` in the module docstring)."""
+    if options.start != "auto":
+        return options.start
+    return "centre" if start_size(options, budget) < options.n_init else "maxmin"
 
 
 class ForgeStrategy(Strategy):
@@ -297,9 +323,31 @@ class ForgeStrategy(Strategy):
         if self._n_measured() >= self.n_init:
             return None
         free = np.flatnonzero(~self.proposed)
+        if start_kind(self.options, self.budget) == "centre":
+            return self._near_centre(free)
         if not self.proposed.any():
             return int(free[self.rng.integers(len(free))])
         return int(free[self._farthest(free, 4096)])
+
+    def _near_centre(self, free: np.ndarray) -> int:
+        """The free row nearest (in the encoded space, ties drawn) a point drawn around the centre:
+        an ordered parameter's index ~ N(middle, range / 6), rounded and clipped; an unordered
+        parameter's value uniform (one-hot, as `_encode` writes it)."""
+        target = []
+        for p in self.space.params:
+            n = len(p.values)
+            if n == 1:
+                continue
+            if p.ordered:
+                k = np.clip(np.rint(self.rng.normal((n - 1) / 2, (n - 1) / 6)), 0, n - 1)
+                target.append(np.array([k / (n - 1)]))
+            else:
+                target.append((np.arange(n) == self.rng.integers(n)).astype(float))
+        if not target:
+            return int(free[self.rng.integers(len(free))])
+        d = ((self.X[free] - np.concatenate(target)) ** 2).sum(1)
+        nearest = np.flatnonzero(d == d.min())
+        return int(free[nearest[self.rng.integers(len(nearest))]])
 
     def _farthest(self, rows: np.ndarray, pool_size: int) -> int:
         """Index (into `rows`) of the row farthest, in the encoded space, from every proposed point,
