@@ -682,6 +682,35 @@ def test_a_time_budget_is_on_the_clock_of_the_slots_running_side_by_side(toy):
     assert one.evaluations == 5 and three.evaluations == 15      # 0.12 s each: asked until 0.5 s passed
 
 
+def test_search_efficiency_reports_a_run_past_its_limit_and_goes_on(monkeypatch, synthetic_space):
+    """A strategy that never finishes on some space (Kernel Tuner's nsga2 on a small one) must not
+    hang the benchmark: past --run-limit the run ends, even inside a strategy's own `except
+    Exception`, and comes back as a reason, which the table prints as "skipped"."""
+    import time
+
+    efficiency = _benchmark_module("search_efficiency")
+
+    def stuck(*args, **kwargs):
+        end = time.time() + 10         # stuck for the test's purpose; never past 10 s if no alarm comes
+        while time.time() < end:
+            try:
+                time.sleep(0.05)
+            except Exception:      # noqa: BLE001 - what a strategy swallowing errors would do
+                pass
+        raise AssertionError("no alarm")
+
+    monkeypatch.setattr(efficiency, "run_replay", stuck)
+    monkeypatch.setattr(efficiency, "RUN_LIMIT_S", [1])
+    monkeypatch.setitem(efficiency._DATA, "syn", synthetic_space)
+    t0 = time.time()
+    key, tr, _ = efficiency.one_run(("syn", "random", 8, 3))
+    assert time.time() - t0 < 5 and key == ("syn", "random", 8, 3)
+    assert tr == "a 8-evaluation run (seed 3) did not finish within --run-limit 1 s"
+    monkeypatch.setattr(efficiency, "run_replay", lambda *a, **k: run_replay(synthetic_space, "random", 8, seed=3))
+    assert not isinstance(efficiency.one_run(("syn", "random", 8, 3))[1], str)   # no alarm left behind
+    time.sleep(1.2)
+
+
 def test_search_efficiency_reads_each_budget_from_a_run_of_that_start_size():
     """forge sizes its start by its budget, so the benchmark runs it once per start size and reads
     each budget from the smallest run at least as large; other strategies run once, at the largest."""
