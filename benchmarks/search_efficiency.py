@@ -81,11 +81,12 @@ KT_STRATEGIES = ["random_sample", "genetic_algorithm", "simulated_annealing", "b
 
 _DATA: dict[str, ReplayData] = {}
 FORGE_OPTIONS: dict = {}          # set by --forge-options before the workers fork
+_KT: dict[str, "KernelTunerRunner"] = {}
 # Wall-clock seconds one run may take (--run-limit, set before the workers fork). Some strategies
 # never finish on a small space: Kernel Tuner 1.5's nsga2 and nsga3 (pymoo) gave no result in 40 s
 # for 200 evaluations of a 288-point space, where 150 took 3 s. The slowest runs that do finish,
 # optuna-gp's, take 30-45 s.
-RUN_LIMIT_S = [600]
+RUN_LIMIT_S = 600
 
 
 class RunTooLong(BaseException):
@@ -95,7 +96,6 @@ class RunTooLong(BaseException):
 
 def _too_long(signum, frame):
     raise RunTooLong()
-_KT: dict[str, "KernelTunerRunner"] = {}
 
 
 def _data(path: str) -> ReplayData:
@@ -110,7 +110,7 @@ def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int, int],
     t0 = time.time()
     data = _data(path)
     signal.signal(signal.SIGALRM, _too_long)
-    signal.alarm(RUN_LIMIT_S[0])
+    signal.alarm(RUN_LIMIT_S)
     try:
         if strategy.startswith("KT "):
             if path not in _KT:
@@ -122,7 +122,7 @@ def one_run(task: tuple[str, str, int, int]) -> tuple[tuple[str, str, int, int],
     except Exception as exc:   # an unavailable strategy is reported, not fatal
         tr = f"{type(exc).__name__}: {str(exc).splitlines()[0][:160] if str(exc) else ''}"
     except RunTooLong:
-        tr = f"a {budget}-evaluation run (seed {seed}) did not finish within --run-limit {RUN_LIMIT_S[0]} s"
+        tr = f"a {budget}-evaluation run (seed {seed}) did not finish within --run-limit {RUN_LIMIT_S} s"
     finally:
         signal.alarm(0)
     return (path, strategy, budget, seed), tr, time.time() - t0
@@ -327,6 +327,7 @@ def read_or_refuse(ap: argparse.ArgumentParser, path: str) -> ReplayData:
 
 
 def main(argv: list[str] | None = None) -> int:
+    global RUN_LIMIT_S
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0])
     ap.add_argument("cachefiles", nargs="*", help="Kernel Tuner cache files or forge run folders (default: every "
                                                   "space in the shared tuningdata folder)")
@@ -341,7 +342,7 @@ def main(argv: list[str] | None = None) -> int:
                     help="Kernel Tuner strategies (needs kernel_tuner installed; default: all of them)")
     ap.add_argument("--no-kt", action="store_true", help="run no Kernel Tuner strategy")
     ap.add_argument("--jobs", type=int, default=os.cpu_count() or 1, help="worker processes (default: one per core)")
-    ap.add_argument("--run-limit", type=int, default=RUN_LIMIT_S[0],
+    ap.add_argument("--run-limit", type=int, default=RUN_LIMIT_S,
                     help="wall-clock seconds one run may take; a strategy with a run past it is reported "
                          "as not run on that space, with the reason (default %(default)s)")
     ap.add_argument("--markdown", help="also write the table to this file")
@@ -361,7 +362,7 @@ def main(argv: list[str] | None = None) -> int:
         ap.error(f"--jobs must be >= 1 (got {a.jobs})")
     if a.run_limit < 1:
         ap.error(f"--run-limit must be >= 1 second (got {a.run_limit})")
-    RUN_LIMIT_S[0] = a.run_limit
+    RUN_LIMIT_S = a.run_limit
     FORGE_OPTIONS.clear()
     try:
         text = a.forge_options.strip()

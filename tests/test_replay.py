@@ -700,7 +700,7 @@ def test_search_efficiency_reports_a_run_past_its_limit_and_goes_on(monkeypatch,
         raise AssertionError("no alarm")
 
     monkeypatch.setattr(efficiency, "run_replay", stuck)
-    monkeypatch.setattr(efficiency, "RUN_LIMIT_S", [1])
+    monkeypatch.setattr(efficiency, "RUN_LIMIT_S", 1)
     monkeypatch.setitem(efficiency._DATA, "syn", synthetic_space)
     t0 = time.time()
     key, tr, _ = efficiency.one_run(("syn", "random", 8, 3))

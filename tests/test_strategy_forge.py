@@ -241,7 +241,7 @@ def test_a_start_the_budget_shortened_is_drawn_around_the_centre(space):
     did before."""
     ordered = [j for j, p in enumerate(space.enumeration.space.params) if p.ordered and len(p.values) > 2]
 
-    def start(budget: int, **opts) -> np.ndarray:
+    def start(budget: int, **opts) -> float:
         """Mean distance of the start's ordered value indices from the middle of their ranges,
         over 20 seeds (normalised: 0 at the middle, 0.5 at either end)."""
         far = []

@@ -332,7 +332,9 @@ class ForgeStrategy(Strategy):
     def _near_centre(self, free: np.ndarray) -> int:
         """The free row nearest (in the encoded space, ties drawn) a point drawn around the centre:
         an ordered parameter's index ~ N(middle, range / 6), rounded and clipped; an unordered
-        parameter's value uniform (one-hot, as `_encode` writes it)."""
+        parameter's value uniform (one-hot, as `_encode` writes it). The draw is encoded here in
+        float64 rather than by `_encode` (float32), whose rounding ties more candidates and so
+        changes which are drawn: the runs in benchmarks/search_design_log.md are of this one."""
         target = []
         for p in self.space.params:
             n = len(p.values)
